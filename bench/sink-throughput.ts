@@ -1,0 +1,182 @@
+// Completed events per second through the sinks' receive path, in one process:
+//   1. HTTP: the sink router (raw body, parse, validate, verify replyid, onReply) against a bare
+//      express handler that only reads the raw body; same client (keep-alive http.Agent, N
+//      concurrent loops), same number of requests, same pre-serialised events.
+//   2. NATS: replies already stored in PRESTART_REPLIES, drained by the JetStream sink.
+// onReply is a stub that resolves { type: 'applied' } at once: the figures cover the sinks, not
+// the PrestartRun writes the gate does behind them.
+//
+//   node --import tsx bench/sink-throughput.ts [--requests 3000] [--concurrency 16] [--nats 2000]
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import express, { type Express } from 'express';
+import { connect } from 'nats';
+import pino from 'pino';
+import type { Message } from '../emitter/transport.ts';
+import { buildCompleted, buildRequested, KeyRing, toBinary } from '../schemas/index.ts';
+import { createSinkRouter } from '../sinks/http.ts';
+import { createNatsSink, ensureRepliesStream, sendReply } from '../sinks/nats.ts';
+import type { ReplyDisposition } from '../sinks/types.ts';
+import { startNatsServer } from '../test/cluster/nats.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '3000' },
+    concurrency: { type: 'string', default: '16' },
+    nats: { type: 'string', default: '2000' },
+  },
+});
+const REQUESTS = Number(args.requests);
+const CONCURRENCY = Number(args.concurrency);
+const NATS_MESSAGES = Number(args.nats);
+const WARMUP = Math.min(500, REQUESTS);
+
+const keys = new KeyRing([KeyRing.generateKey()]);
+const silent = pino({ level: 'silent' });
+const applied = async (): Promise<ReplyDisposition> => ({ type: 'applied' });
+
+/** Distinct, genuine replies (each with its own request, id and replyid), serialised once. */
+function makeReplies(count: number) {
+  return Array.from({ length: count }, (_, i) => {
+    const request = buildRequested({
+      revision: { namespace: 'bench', name: `web-${i}`, uid: `uid-${i}`, labels: {}, annotations: {}, images: ['img'] },
+      hook: { name: 'db-migrate', params: {}, allowedContributions: ['env'] },
+      attempt: 1,
+      deadline: new Date(Date.now() + 3600_000),
+      action: 'start',
+      keys,
+    });
+    return buildCompleted({ request, outcome: 'succeeded', message: `done ${i}`, source: 'https://hooks.bench/db' });
+  });
+}
+
+function listen(app: Express): Promise<{ port: number; close: () => Promise<void> }> {
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => {
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        close: () => new Promise((done) => server.close(() => done())),
+      });
+    });
+  });
+}
+
+function post(agent: http.Agent, port: number, path: string, message: Message): Promise<number> {
+  const body = typeof message.body === 'string' ? Buffer.from(message.body) : Buffer.from(message.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { ...message.headers, 'content-length': body.length } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** `count` POSTs from `CONCURRENCY` loops over one keep-alive agent; events/s. */
+async function drive(port: number, path: string, messages: Message[], count: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  let next = 0;
+  let wrong = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) {
+        const i = next++;
+        const status = await post(agent, port, path, messages[i % messages.length] as Message);
+        if (status !== 202) wrong++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  if (wrong > 0) throw new Error(`${wrong} of ${count} requests to ${path} were not answered 202`);
+  return count / seconds;
+}
+
+async function benchHttp(): Promise<void> {
+  const messages = makeReplies(1000).map(toBinary);
+  const sinkApp = express();
+  sinkApp.use(createSinkRouter({ keys, onReply: applied, logger: silent }));
+  const bareApp = express();
+  bareApp.post('/', express.raw({ type: () => true, limit: 64 * 1024 }), (req, res) => {
+    if (!Buffer.isBuffer(req.body)) throw new Error('no body');
+    res.status(202).end();
+  });
+  const sink = await listen(sinkApp);
+  const bare = await listen(bareApp);
+  try {
+    await drive(bare.port, '/', messages, WARMUP);
+    await drive(sink.port, '/', messages, WARMUP);
+    // Alternate the two, twice each, and keep the better run of each: the machine is shared.
+    const bareRuns = [] as number[];
+    const sinkRuns = [] as number[];
+    for (let round = 0; round < 2; round++) {
+      bareRuns.push(await drive(bare.port, '/', messages, REQUESTS));
+      sinkRuns.push(await drive(sink.port, '/', messages, REQUESTS));
+    }
+    const bareRate = Math.max(...bareRuns);
+    const sinkRate = Math.max(...sinkRuns);
+    console.log(`HTTP, ${REQUESTS} requests x2, ${CONCURRENCY} concurrent keep-alive loops (best run):`);
+    const label = (s: string) => `  ${s}:`.padEnd(50);
+    console.log(`${label('bare express raw-body handler')}${bareRate.toFixed(0).padStart(7)} events/s`);
+    console.log(`${label('sink (parse + validate + verify + onReply)')}${sinkRate.toFixed(0).padStart(7)} events/s`);
+    console.log(`  ratio sink/bare: ${(sinkRate / bareRate).toFixed(2)}`);
+  } finally {
+    await sink.close();
+    await bare.close();
+  }
+}
+
+async function benchNats(): Promise<void> {
+  const server = await startNatsServer();
+  const nc = await connect({ servers: server.url });
+  try {
+    await ensureRepliesStream(nc);
+    const replies = makeReplies(NATS_MESSAGES);
+    // Stored before the consumer exists, so the figure is the sink draining a backlog.
+    for (let i = 0; i < replies.length; i += 200) {
+      await Promise.all(replies.slice(i, i + 200).map((r) => sendReply(nc, 'db-migrate', r)));
+    }
+    let handled = 0;
+    let done!: () => void;
+    const all = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const sink = createNatsSink({
+      keys,
+      servers: server.url,
+      logger: silent,
+      concurrency: CONCURRENCY,
+      onReply: async () => {
+        handled += 1;
+        if (handled === NATS_MESSAGES) done();
+        return { type: 'applied' };
+      },
+    });
+    const started = performance.now();
+    await sink.start();
+    await all;
+    const seconds = (performance.now() - started) / 1000;
+    await sink.stop();
+    const info = await (await nc.jetstreamManager()).consumers.info('PRESTART_REPLIES', 'prestart-gate');
+    console.log(`NATS JetStream, ${NATS_MESSAGES} stored replies drained by the sink (concurrency ${CONCURRENCY}, ${server.binary}):`);
+    console.log(`  ${(NATS_MESSAGES / seconds).toFixed(0).padStart(7)} events/s (acked: ${info.ack_floor.stream_seq}/${NATS_MESSAGES})`);
+  } finally {
+    await nc.close();
+    await server.stop();
+  }
+}
+
+console.log("onReply is stubbed (resolves { type: 'applied' } at once): no PrestartRun writes are measured.");
+// Figures from a shared machine mean little without its load next to them.
+console.log(`machine: ${cpus().length} CPUs, load average ${loadavg()[0]?.toFixed(1)} at start`);
+const t0 = performance.now();
+await benchHttp();
+await benchNats();
+console.log(`total ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -1,0 +1,324 @@
+// Delivery through a Knative Broker: the gate POSTs the request (binary mode) to the Broker's
+// ingress; a Trigger routes it to the hook, and the hook's `completed` event comes back through
+// the Broker to a Trigger on the gate's sink.
+//
+// When is a request "delivered"? With a durable channel (Kafka, NATS JetStream) the ingress
+// answers 202 once the event is stored. With the default InMemoryChannel the ingress answers only
+// after every matching subscriber has answered (up to 15 min), so waiting for the status would
+// tie a gate worker to the hook's running time. The choice made here:
+//   - the request counts as accepted as soon as its body has been fully handed to the OS and the
+//     ingress has neither failed the connection nor answered an error within a short response
+//     window (`responseTimeoutMs`, 2 s by default);
+//   - a request still unanswered after that window is NOT aborted: closing the connection would
+//     cancel the ingress's request context and with it the fan-out to the hook. It is left open
+//     in the background (bounded by `backgroundTimeoutMs`), its late status is logged and passed
+//     to `onBackgroundResult`, and nothing else depends on it;
+//   - whatever is lost that way (ingress failing late, channel dropping the event) is covered by
+//     the gate's resend rule: an unanswered request is sent again every `resendInterval` with the
+//     same CloudEvent id, which the hook dedupes.
+// Connection failures and 404/408/409/429/5xx answers within the window are retried here with
+// exponential backoff and jitter, bounded in tries and time; a 404 or a connection failure also
+// drops the cached ingress address. The ingress's answer body is never a reply.
+import http from 'node:http';
+import https from 'node:https';
+import pino, { type Logger } from 'pino';
+import type { HookDelivery } from '../gate/core/types.ts';
+import { toBinary } from '../schemas/index.ts';
+import { type BackoffPolicy, DEFAULT_BACKOFF, nextRetryDelay } from './backoff.ts';
+import { describeNetworkError } from './http.ts';
+import { bodyExcerpt, classifyErrorStatus } from './http-response.ts';
+import { type Message, type OutgoingEvent, type SendOutcome, type Transport, TransportError } from './transport.ts';
+
+export type ResolveBrokerUrl = (namespace: string, name: string) => Promise<string>;
+
+export interface BackgroundResult {
+  hook: string;
+  eventId: string;
+  url: string;
+  /** The ingress's late status, when it answered. */
+  status?: number;
+  /** Why the request ended without a status (connection error, background timeout, close). */
+  error?: string;
+}
+
+export interface BrokerTransportOptions {
+  /** Looks up a Broker's ingress URL; default: the Broker's status.address.url via the Kubernetes API. */
+  resolveBrokerUrl?: ResolveBrokerUrl;
+  /** How long a resolved address is reused. Default 30 s. */
+  addressTtlMs?: number;
+  /** Deadline for connecting and writing the request. Default 5 s. */
+  sendTimeoutMs?: number;
+  /** How long to wait for the ingress's status once the request is written. Default 2 s. */
+  responseTimeoutMs?: number;
+  /** How long an unanswered request is kept open in the background. Default 15 min (Knative's own bound). */
+  backgroundTimeoutMs?: number;
+  retry?: Partial<BackoffPolicy>;
+  logger?: Logger;
+  userAgent?: string;
+  /** Told how every request left open in the background ended. */
+  onBackgroundResult?: (result: BackgroundResult) => void;
+}
+
+type AttemptResult =
+  | { type: 'accepted'; pending: boolean }
+  | { type: 'retry'; reason: string; forgetAddress: boolean }
+  | { type: 'fail'; reason: string };
+
+const EXCERPT_BYTES = 4096;
+
+export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transport {
+  const sendTimeoutMs = opts.sendTimeoutMs ?? 5_000;
+  const responseTimeoutMs = opts.responseTimeoutMs ?? 2_000;
+  const backgroundTimeoutMs = opts.backgroundTimeoutMs ?? 15 * 60_000;
+  const policy: BackoffPolicy = { ...DEFAULT_BACKOFF, ...opts.retry };
+  const log = opts.logger ?? pino({ name: 'broker-transport' });
+  const userAgent = opts.userAgent ?? 'knative-prestart-gate';
+  const addresses = new AddressCache(opts.resolveBrokerUrl ?? kubeBrokerResolver(), opts.addressTtlMs ?? 30_000);
+  const httpAgent = new http.Agent({ keepAlive: true });
+  const httpsAgent = new https.Agent({ keepAlive: true });
+  const background = new Set<http.ClientRequest>();
+  const sleeping = new Set<() => void>();
+  let closed = false;
+
+  function attempt(url: string, message: Message, hook: string, eventId: string): Promise<AttemptResult> {
+    return new Promise((resolve) => {
+      let target: URL;
+      try {
+        target = new URL(url);
+      } catch {
+        resolve({ type: 'fail', reason: `invalid Broker URL ${JSON.stringify(url)}` });
+        return;
+      }
+      const secure = target.protocol === 'https:';
+      const body = typeof message.body === 'string' ? Buffer.from(message.body) : message.body;
+      const req = (secure ? https : http).request(target, {
+        method: 'POST',
+        agent: secure ? httpsAgent : httpAgent,
+        headers: { ...message.headers, 'content-length': String(body.length), 'user-agent': userAgent },
+      });
+      let settled = false;
+      let written = false;
+      let responseTimer: NodeJS.Timeout | undefined;
+      let backgroundTimer: NodeJS.Timeout | undefined;
+      const settle = (r: AttemptResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(sendTimer);
+        clearTimeout(responseTimer);
+        resolve(r);
+      };
+      const finishBackground = (result: Omit<BackgroundResult, 'hook' | 'eventId' | 'url'>) => {
+        if (!background.delete(req)) return;
+        clearTimeout(backgroundTimer);
+        const full = { hook, eventId, url, ...result };
+        if (result.status !== undefined && result.status >= 200 && result.status < 300) {
+          log.debug(full, 'Broker ingress answered a backgrounded request');
+        } else {
+          log.warn(full, 'Broker ingress did not take a backgrounded request; the gate resends it when unanswered');
+        }
+        opts.onBackgroundResult?.(full);
+      };
+      const sendTimer = setTimeout(() => {
+        req.destroy(new Error(`could not connect and send the request within ${sendTimeoutMs} ms`));
+      }, sendTimeoutMs);
+
+      req.on('finish', () => {
+        written = true;
+        clearTimeout(sendTimer);
+        if (settled) return;
+        responseTimer = setTimeout(() => {
+          background.add(req);
+          backgroundTimer = setTimeout(() => {
+            req.destroy(new Error(`no answer within ${backgroundTimeoutMs} ms`));
+          }, backgroundTimeoutMs);
+          settle({ type: 'accepted', pending: true });
+        }, responseTimeoutMs);
+      });
+
+      req.on('response', (res) => {
+        clearTimeout(responseTimer);
+        const status = res.statusCode ?? 0;
+        if (settled) {
+          res.resume();
+          finishBackground({ status });
+          return;
+        }
+        if (status >= 200 && status < 300) {
+          // The ingress's body is not a reply; drain it so the socket goes back to the pool.
+          res.resume();
+          settle({ type: 'accepted', pending: false });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const excerptTimer = setTimeout(() => res.destroy(), responseTimeoutMs);
+        res.on('data', (chunk: Buffer) => {
+          if (size < EXCERPT_BYTES) chunks.push(chunk);
+          size += chunk.length;
+        });
+        const conclude = () => {
+          clearTimeout(excerptTimer);
+          const verdict = classifyBrokerStatus(status, bodyExcerpt(Buffer.concat(chunks)));
+          settle(verdict);
+        };
+        res.on('end', conclude);
+        res.on('close', conclude);
+      });
+
+      req.on('error', (err) => {
+        if (settled) {
+          finishBackground({ error: describeNetworkError(err) });
+          return;
+        }
+        const reason = written
+          ? `the connection failed after the request was sent: ${describeNetworkError(err)}`
+          : describeNetworkError(err);
+        settle({ type: 'retry', reason, forgetAddress: true });
+      });
+
+      req.end(body);
+    });
+  }
+
+  function pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        sleeping.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      sleeping.add(wake);
+    });
+  }
+
+  async function send(event: OutgoingEvent, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
+    const broker = delivery.broker;
+    if (!broker?.name || !broker.namespace) {
+      throw new TransportError(`hook ${hook}: delivery.transport is broker but delivery.broker.name/namespace is not set`, false);
+    }
+    const brokerRef = `${broker.namespace}/${broker.name}`;
+    const message = toBinary(event);
+    const started = Date.now();
+    for (let tries = 1; ; tries++) {
+      if (closed) throw new TransportError(`Broker ${brokerRef}: transport closed`, true);
+      let url: string | undefined = broker.url;
+      let result: AttemptResult;
+      try {
+        url ??= await addresses.get(broker.namespace, broker.name);
+        result = await attempt(url, message, hook, event.id);
+      } catch (err) {
+        if (err instanceof TransportError && !err.retriable) throw err;
+        result = { type: 'retry', reason: `cannot resolve the ingress address: ${(err as Error).message}`, forgetAddress: true };
+      }
+      if (result.type === 'accepted') {
+        if (result.pending) log.debug({ hook, eventId: event.id, broker: brokerRef }, 'request sent; ingress still busy, not waiting');
+        return { type: 'accepted' };
+      }
+      const where = `Broker ${brokerRef}${url ? ` (${url})` : ''}`;
+      if (result.type === 'fail') throw new TransportError(`${where}: ${result.reason}`, false);
+      if (result.forgetAddress && !broker.url) addresses.forget(broker.namespace, broker.name);
+      const delay = nextRetryDelay(tries, Date.now() - started, policy);
+      if (delay === undefined) {
+        throw new TransportError(`${where}: ${result.reason} (gave up after ${tries} ${tries === 1 ? 'try' : 'tries'})`, true);
+      }
+      log.debug({ hook, eventId: event.id, broker: brokerRef, reason: result.reason, delay }, 'retrying Broker delivery');
+      await pause(delay);
+    }
+  }
+
+  return {
+    kind: 'broker',
+    send,
+    async close() {
+      closed = true;
+      for (const wake of [...sleeping]) wake();
+      for (const req of [...background]) req.destroy(new Error('transport closed'));
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** The ingress answers only about itself: 404 means the Broker is (not yet, or no longer) there. */
+export function classifyBrokerStatus(status: number, excerpt: string): AttemptResult {
+  if (status === 404) {
+    return { type: 'retry', reason: `Broker ingress answered 404${excerpt ? `: ${excerpt}` : ''}`, forgetAddress: true };
+  }
+  const verdict = classifyErrorStatus(status, excerpt, 'Broker ingress');
+  if (verdict.type === 'retry') return { type: 'retry', reason: verdict.reason, forgetAddress: false };
+  if (verdict.type === 'fail') return verdict;
+  return { type: 'accepted', pending: false };
+}
+
+class AddressCache {
+  private readonly entries = new Map<string, { url: Promise<string>; expires: number }>();
+  constructor(
+    private readonly resolve: ResolveBrokerUrl,
+    private readonly ttlMs: number,
+  ) {}
+
+  get(namespace: string, name: string): Promise<string> {
+    const key = `${namespace}/${name}`;
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && hit.expires > now) return hit.url;
+    // Concurrent sends for one Broker share a single lookup.
+    const url = this.resolve(namespace, name);
+    this.entries.set(key, { url, expires: now + this.ttlMs });
+    url.catch(() => this.entries.delete(key));
+    return url;
+  }
+
+  forget(namespace: string, name: string): void {
+    this.entries.delete(`${namespace}/${name}`);
+  }
+}
+
+/**
+ * Reads the Broker's `status.address.url` (falling back to the first of `status.addresses`). The
+ * Kubernetes client is loaded on first use so that gates without Broker hooks never pay for it.
+ */
+export function kubeBrokerResolver(loadConfig?: () => Promise<import('@kubernetes/client-node').KubeConfig>): ResolveBrokerUrl {
+  let api: Promise<import('@kubernetes/client-node').CustomObjectsApi> | undefined;
+  const getApi = () => {
+    api ??= (async () => {
+      const k8s = await import('@kubernetes/client-node');
+      let kc: import('@kubernetes/client-node').KubeConfig;
+      if (loadConfig) kc = await loadConfig();
+      else {
+        kc = new k8s.KubeConfig();
+        kc.loadFromDefault();
+      }
+      return kc.makeApiClient(k8s.CustomObjectsApi);
+    })();
+    return api;
+  };
+  return async (namespace, name) => {
+    let broker: BrokerObject;
+    try {
+      broker = (await (
+        await getApi()
+      ).getNamespacedCustomObject({
+        group: 'eventing.knative.dev',
+        version: 'v1',
+        namespace,
+        plural: 'brokers',
+        name,
+      })) as BrokerObject;
+    } catch (err) {
+      const code = (err as { code?: number }).code;
+      if (code === 404) throw new TransportError(`Broker ${namespace}/${name} does not exist`, true);
+      if (code === 403)
+        throw new TransportError(`the gate may not read Broker ${namespace}/${name} (RBAC: get brokers.eventing.knative.dev)`, true);
+      throw new TransportError(`reading Broker ${namespace}/${name}: ${(err as Error).message}`, true);
+    }
+    const url = broker.status?.address?.url ?? broker.status?.addresses?.find((a) => a.url)?.url;
+    if (!url) throw new TransportError(`Broker ${namespace}/${name} has no status.address.url yet (is it Ready?)`, true);
+    return url;
+  };
+}
+
+interface BrokerObject {
+  status?: { address?: { url?: string }; addresses?: { url?: string }[] };
+}

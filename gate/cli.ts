@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// The knative-prestart command line: `gate` runs the gate; more subcommands join as features do.
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Command, InvalidArgumentError } from 'commander';
+import pino from 'pino';
+import { DEFAULTS, type GateConfig } from './config.ts';
+import { startGate } from './gate.ts';
+import { registerTriggersCommand } from '../triggers/cli.ts';
+
+function int(value: string): number {
+  const n = Number.parseInt(value, 10);
+  if (!Number.isInteger(n) || n < 0 || String(n) !== value.trim()) throw new InvalidArgumentError(`"${value}" is not a whole number`);
+  return n;
+}
+
+export function buildCli(): Command {
+  const program = new Command('knative-prestart').description('Pre-start hooks for Knative Revisions');
+  program
+    .command('gate')
+    .description('run the gate: admission webhooks, reply sinks and the Revision controller')
+    .option('--kubeconfig <path>', 'kubeconfig to use (default: in-cluster, then $KUBECONFIG)')
+    .option('--namespace <ns>', "namespace of the gate's lease and Secrets", DEFAULTS.namespace)
+    .option('--instance <name>', 'name of this gate when several share a cluster', DEFAULTS.instance)
+    .option('--namespace-selector <selector>', 'gate only namespaces matching this label selector')
+    .option('--webhook-host <host>', 'address the admission webhooks listen on', '0.0.0.0')
+    .option('--webhook-port <port>', 'port of the admission webhooks (https)', int, DEFAULTS.webhookPort)
+    .option('--webhook-url <url>', 'URL the apiserver calls the webhooks at (out-of-cluster); default: the Service')
+    .option('--service <ns/name:port>', 'Service in front of the webhooks', `${DEFAULTS.namespace}/knative-prestart-gate:443`)
+    .option('--sink-host <host>', 'address the reply sink listens on', '0.0.0.0')
+    .option('--sink-port <port>', 'port of the reply sink (http)', int, DEFAULTS.sinkPort)
+    .option('--sink-url <url>', 'URL hooks send replies to (data.replyTo)')
+    .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
+    .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
+    .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
+    .option('--log-level <level>', 'pino log level', 'info')
+    .action(async (opts: Record<string, string | number | undefined>) => {
+      const log = pino({ name: 'knative-prestart-gate', level: String(opts.logLevel) });
+      const kc = new KubeConfig();
+      if (opts.kubeconfig) kc.loadFromFile(String(opts.kubeconfig));
+      else kc.loadFromDefault();
+      const gate = await startGate(toConfig(opts, kc), log);
+      const shutdown = async (signal: string) => {
+        log.info({ signal }, 'stopping');
+        await gate.stop();
+        process.exit(0);
+      };
+      process.once('SIGINT', () => void shutdown('SIGINT'));
+      process.once('SIGTERM', () => void shutdown('SIGTERM'));
+    });
+  registerTriggersCommand(program);
+  return program;
+}
+
+function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig): GateConfig {
+  const service = /^([^/]+)\/([^:]+):(\d+)$/.exec(String(o.service));
+  if (!o.webhookUrl && !service) throw new InvalidArgumentError(`--service must look like ns/name:port, got "${o.service}"`);
+  return {
+    kubeConfig: kc,
+    namespace: String(o.namespace),
+    instance: String(o.instance),
+    identity: `${hostname()}-${process.pid}`,
+    namespaceSelector: o.namespaceSelector === undefined ? undefined : String(o.namespaceSelector),
+    webhook: {
+      host: String(o.webhookHost),
+      port: Number(o.webhookPort),
+      urlBase: o.webhookUrl === undefined ? undefined : String(o.webhookUrl),
+      service: service ? { namespace: service[1] ?? '', name: service[2] ?? '', port: Number(service[3]) } : undefined,
+      bindingRoot: String(o.bindingRoot),
+    },
+    sink: {
+      host: String(o.sinkHost),
+      port: Number(o.sinkPort),
+      publicUrl: o.sinkUrl === undefined ? undefined : String(o.sinkUrl),
+      maxBytes: DEFAULTS.maxReplyBytes,
+    },
+    source: DEFAULTS.source,
+    nats: o.nats === undefined ? undefined : { servers: String(o.nats) },
+    workers: Number(o.workers),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  buildCli()
+    .parseAsync(process.argv)
+    .catch((err: unknown) => {
+      console.error(`knative-prestart: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,47 @@
+// Everything one gate process is told, with the defaults an in-cluster install uses.
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export interface GateConfig {
+  kubeConfig: KubeConfig;
+  /** Namespace of the gate's own objects: lease, certificate and key Secrets. */
+  namespace: string;
+  /** Distinguishes gates sharing one cluster (the lease name, webhook configuration name). */
+  instance: string;
+  /** Identity in leader election; defaults to the host name and pid. */
+  identity: string;
+  /** Only namespaces matching this label selector are gated (e.g. "prestart.dev/gate=team-a"). */
+  namespaceSelector?: string;
+  webhook: {
+    host: string;
+    port: number;
+    /** Local/out-of-cluster: the URL the apiserver calls, e.g. https://127.0.0.1:8443. */
+    urlBase?: string;
+    /** In-cluster: the Service in front of the gate. */
+    service?: { name: string; namespace: string; port: number };
+    /** Where contributed volumes are mounted; servicebinding.io's SERVICE_BINDING_ROOT. */
+    bindingRoot: string;
+  };
+  sink: {
+    host: string;
+    port: number;
+    /** The sink URL hooks reply to (data.replyTo); defaults to http://<host>:<port>/events. */
+    publicUrl?: string;
+    maxBytes: number;
+  };
+  /** CloudEvents `source` of the gate's events. */
+  source: string;
+  nats?: { servers: string };
+  broker?: { defaultNamespace?: string };
+  workers: number;
+}
+
+export const DEFAULTS = {
+  namespace: 'knative-prestart',
+  instance: 'default',
+  webhookPort: 8443,
+  sinkPort: 8080,
+  bindingRoot: '/bindings',
+  maxReplyBytes: 64 * 1024,
+  workers: 4,
+  source: '/apis/prestart.dev/v1alpha1/gate',
+} as const;

@@ -1,0 +1,398 @@
+/*
+ * decide(): the reconcile decision for one Revision, from one observation. The shell applies the
+ * actions in the order given; decide() on the state those actions produce returns no actions
+ * (apart from sends that come due later), so a reconcile that runs twice does no harm.
+ *
+ * Rules, first match wins ("run" = the PrestartRun of this Revision's UID; "passed" = Succeeded,
+ * or Failed/TimedOut under failurePolicy Ignore; "blocking" = Failed/TimedOut under Fail):
+ *
+ * | #  | Observed                                         | Actions, in order                                              |
+ * |----|--------------------------------------------------|----------------------------------------------------------------|
+ * | 1  | Revision deleting, run unfinished                | updateRunStatus(Cancelled: Pending/Requested hooks Cancelled), |
+ * |    |                                                  | removeFinalizer, sendCancel per Requested hook, Normal         |
+ * |    |                                                  | Cancelled. (Unheld and all passed: as rule 4, then remove.)    |
+ * | 2  | Revision deleting, otherwise                     | removeFinalizer when ours is still there                       |
+ * | 3  | a run for another UID (old Revision, same name)  | nothing; requeue until garbage collection removes it           |
+ * | 4  | not held, run neither Released nor Cancelled,    | updateRunStatus(Released), Normal Released: finishes a release |
+ * |    | all hooks passed                                 | interrupted between label removal and status write             |
+ * | 5  | not held, otherwise                              | nothing: unheld Revisions are never touched                    |
+ * | 6  | held, no run, hooks annotation missing/malformed | setHoldReason + Warning InvalidHooksAnnotation (only when the  |
+ * |    |                                                  | reason is not already there); never release: fail closed       |
+ * | 7  | held, no run                                     | createRun: snapshots of the named hooks, all Pending; a hook   |
+ * |    |                                                  | not found or invalid is Failed under Fail. Nothing else yet.   |
+ * | 8  | held, run Released                               | release again (idempotent; stale cache or interrupted release) |
+ * | 9  | held, run Cancelled                              | keep the hold reason; a cancelled run is final (delete the     |
+ * |    |                                                  | PrestartRun to start over)                                     |
+ * | 10 | held, superseded, not named by traffic           | as rule 1 with reason "superseded by <name>", no finalizer     |
+ * |    |                                                  | removal, hold reason "prestart hooks cancelled: ..."           |
+ * | 11 | held, run in progress                            | the steps below                                                |
+ *
+ * Rule 11, step by step on a working copy of the status:
+ *   a. retry token new (!== observedRetry): Failed/TimedOut hooks -> Pending, attempt+1, fields
+ *      cleared; observedRetry = token; Normal Retrying. Hooks not found at start cannot retry.
+ *   b. Requested and now >= deadline -> TimedOut "no reply within <timeout>".
+ *      Requested and now >= lastSentAt + resendInterval -> lastSentAt = now, sendRequest (same attempt).
+ *   c. no blocking hook: the lowest order with Pending/Requested hooks is the current stage (every
+ *      lower hook has passed, or it would be blocking); its Pending hooks -> Requested with
+ *      requestedAt = lastSentAt = now, deadline = now + timeout, and one sendRequest each.
+ *   d. phase: any blocking -> Failed; all passed -> Released; all Pending -> Pending; else Running.
+ *   e. Released: [setHoldReason(undefined) if set], release(inject), updateRunStatus, Normal
+ *      Released. Release goes first so the Revision starts as early as possible; a crash before
+ *      the status write is finished by rule 4 (or rule 8 if the informer is stale).
+ *      Otherwise: updateRunStatus (only when it differs from the observed status), the sends
+ *      (record, then send: a reply can never arrive for an attempt the status does not know),
+ *      setHoldReason (failure line with the retry command when Failed, cleared otherwise; only
+ *      when it differs from the annotation on the Revision), Warning HookFailed/HookTimedOut
+ *      only when the Ready condition newly became False or its message changed.
+ *   f. requeueAfterMs = time to the nearest deadline or resend of a Requested hook.
+ *
+ * Cancels are recorded before they are sent, and the finalizer goes before them too: a hook that
+ * cannot be reached must never keep a Revision from being deleted, so a cancel is best effort.
+ */
+
+import { HookSpecError, snapshotHook } from './snapshot.ts';
+import { parseHookNames } from './stamp.ts';
+import {
+  compact,
+  derivePhase,
+  describeOutcome,
+  type HookEntry,
+  hasPassed,
+  isBlocking,
+  isFailure,
+  isUnfinished,
+  joinHooks,
+  jsonEqual,
+  notFound,
+  oneLine,
+  orderOf,
+  type ReadyCondition,
+  readyFor,
+  readyOf,
+  setCondition,
+  summaryOf,
+  timeoutMessage,
+} from './status.ts';
+import {
+  type Action,
+  CANCEL_FINALIZER,
+  type Decision,
+  HOLD_LABEL,
+  HOOKS_ANNOTATION,
+  type HookSnapshot,
+  type HookStatus,
+  type Observed,
+  type PrestartRunStatus,
+  type PrestartRunView,
+  REASON_ANNOTATION,
+  RETRY_ANNOTATION,
+} from './types.ts';
+
+/** How long to wait before looking again when a run of an older Revision with this name still exists. */
+export const FOREIGN_RUN_REQUEUE_MS = 10_000;
+
+export function decide(o: Observed): Decision {
+  const { revision } = o;
+  const run = o.run?.spec.revisionUID === revision.uid ? o.run : undefined;
+  const held = revision.labels[HOLD_LABEL] === 'true';
+  if (revision.deleting) return decideDeleting(o, run, held);
+  if (o.run && !run) return { actions: [], requeueAfterMs: FOREIGN_RUN_REQUEUE_MS };
+  if (!held) return run ? finishRelease(o, run) : { actions: [] };
+  if (!run) return createRun(o);
+  const status = run.status;
+  if (status?.phase === 'Released') {
+    const inject = injects(joinHooks(run.spec, status.hooks));
+    return { actions: [...holdReasonActions(o, undefined), { type: 'release', inject }] };
+  }
+  if (status?.phase === 'Cancelled') {
+    return { actions: holdReasonActions(o, cancelledHoldReason(readyOf(status)?.message)) };
+  }
+  if (o.supersededBy !== undefined && !o.namedByTraffic) return cancel(o, run, `superseded by ${o.supersededBy}`, false);
+  return advance(o, run);
+}
+
+function decideDeleting(o: Observed, run: PrestartRunView | undefined, held: boolean): Decision {
+  const phase = run?.status?.phase;
+  if (run && phase !== 'Released' && phase !== 'Cancelled') {
+    const finished = held ? undefined : finishRelease(o, run);
+    if (finished && finished.actions.length > 0) {
+      // Status write, then the finalizer, then the event.
+      return { actions: [...finished.actions.slice(0, 1), ...finalizerActions(o), ...finished.actions.slice(1)] };
+    }
+    return cancel(o, run, 'revision deleted', true);
+  }
+  return { actions: finalizerActions(o) };
+}
+
+function finalizerActions(o: Observed): Action[] {
+  return o.revision.finalizers.includes(CANCEL_FINALIZER) ? [{ type: 'removeFinalizer' }] : [];
+}
+
+function createRun(o: Observed): Decision {
+  const { revision } = o;
+  const names = parseHookNames(revision.annotations);
+  if (!names) {
+    const problem =
+      revision.annotations[HOOKS_ANNOTATION] === undefined
+        ? `held, but the ${HOOKS_ANNOTATION} annotation is missing`
+        : `held, but the ${HOOKS_ANNOTATION} annotation is not a JSON list of distinct hook names`;
+    const actions = holdReasonActions(o, problem);
+    if (actions.length > 0) actions.push(event('Warning', 'InvalidHooksAnnotation', problem));
+    return { actions };
+  }
+  const snapshots: HookSnapshot[] = [];
+  const hooks: HookStatus[] = [];
+  for (const name of names) {
+    const hook = o.hooks.get(name);
+    if (!hook) {
+      hooks.push(notFound(name));
+      continue;
+    }
+    try {
+      snapshots.push(snapshotHook(hook));
+      hooks.push({ name, phase: 'Pending', attempt: 1 });
+    } catch (err) {
+      if (!(err instanceof HookSpecError)) throw err;
+      hooks.push({ name, phase: 'Failed', attempt: 1, message: err.message });
+    }
+  }
+  const status: PrestartRunStatus = {
+    phase: 'Pending',
+    hooks,
+    conditions: setCondition([], readyFor('Pending', []), o.now.toISOString()),
+    summary: summaryOf(hooks),
+  };
+  return { actions: [{ type: 'createRun', spec: { revisionUID: revision.uid, hooks: snapshots }, status }] };
+}
+
+/** The status to work from; rebuilt from the spec when the run was created but its status never written. */
+function baseStatus(o: Observed, run: PrestartRunView): PrestartRunStatus {
+  if (run.status) return run.status;
+  const inSpec = new Set(run.spec.hooks.map((h) => h.name));
+  const names = parseHookNames(o.revision.annotations) ?? [];
+  const hooks: HookStatus[] = names.map((name) => (inSpec.has(name) ? { name, phase: 'Pending', attempt: 1 } : notFound(name)));
+  for (const s of run.spec.hooks) {
+    if (!names.includes(s.name)) hooks.push({ name: s.name, phase: 'Pending', attempt: 1 });
+  }
+  // A token already present when the run was created is not a request to retry.
+  return compact({ phase: 'Pending', hooks, conditions: [], observedRetry: run.retryToken, summary: summaryOf(hooks) });
+}
+
+function finishRelease(o: Observed, run: PrestartRunView): Decision {
+  const prev = run.status;
+  if (!prev || prev.phase === 'Released' || prev.phase === 'Cancelled') return { actions: [] };
+  const entries = joinHooks(run.spec, prev.hooks);
+  if (!entries.every(hasPassed)) return { actions: [] };
+  const nowIso = o.now.toISOString();
+  const ready = readyFor('Released', entries);
+  const hooks = entries.map((e) => e.status);
+  const status: PrestartRunStatus = {
+    ...prev,
+    phase: 'Released',
+    hooks,
+    conditions: setCondition(prev.conditions, ready, nowIso),
+    releasedAt: nowIso,
+    summary: summaryOf(hooks),
+  };
+  return { actions: [{ type: 'updateRunStatus', status }, event('Normal', 'Released', ready.message ?? '')] };
+}
+
+function cancel(o: Observed, run: PrestartRunView, why: string, deleting: boolean): Decision {
+  const prev = run.status;
+  const base = baseStatus(o, run);
+  const entries = joinHooks(run.spec, base.hooks);
+  const sends: Action[] = [];
+  const cancelled: string[] = [];
+  const hooks = entries.map(({ status, snapshot }): HookStatus => {
+    if (!isUnfinished(status.phase)) return status;
+    if (status.phase === 'Requested' && snapshot) {
+      sends.push({ type: 'sendCancel', hook: snapshot, attempt: status.attempt, reason: why });
+    }
+    cancelled.push(status.name);
+    return { ...status, phase: 'Cancelled', message: why };
+  });
+  const ready = readyFor('Cancelled', entries, why);
+  const status: PrestartRunStatus = compact({
+    ...base,
+    phase: 'Cancelled',
+    hooks,
+    conditions: setCondition(base.conditions, ready, o.now.toISOString()),
+    summary: summaryOf(hooks),
+  });
+  const actions: Action[] = [];
+  if (!jsonEqual(prev, status)) actions.push({ type: 'updateRunStatus', status });
+  if (deleting) actions.push(...finalizerActions(o));
+  actions.push(...sends);
+  if (!deleting) actions.push(...holdReasonActions(o, cancelledHoldReason(ready.message)));
+  if (prev?.phase !== 'Cancelled') {
+    const which = cancelled.length > 0 ? `cancelled hooks ${cancelled.join(', ')}` : 'cancelled the run';
+    actions.push(event('Normal', 'Cancelled', `${which}: ${why}`));
+  }
+  return { actions };
+}
+
+function advance(o: Observed, run: PrestartRunView): Decision {
+  const now = o.now.getTime();
+  const nowIso = o.now.toISOString();
+  const prev = run.status;
+  const base = baseStatus(o, run);
+  const sends: Action[] = [];
+  const events: Action[] = [];
+  let entries = joinHooks(run.spec, base.hooks);
+  let observedRetry = base.observedRetry;
+
+  if (run.retryToken !== undefined && run.retryToken !== base.observedRetry) {
+    const retried: string[] = [];
+    const stuck: string[] = [];
+    entries = entries.map((e) => {
+      if (!isFailure(e.status.phase)) return e;
+      if (!e.snapshot) {
+        stuck.push(e.status.name);
+        return e;
+      }
+      retried.push(e.status.name);
+      return { snapshot: e.snapshot, status: { name: e.status.name, phase: 'Pending', attempt: e.status.attempt + 1 } };
+    });
+    observedRetry = run.retryToken;
+    events.push(event('Normal', 'Retrying', retryMessage(run.retryToken, retried, stuck)));
+  }
+
+  entries = entries.map((e) => expireOrResend(e, now, nowIso, sends));
+  entries = startStage(entries, now, nowIso, sends);
+
+  const phase = derivePhase(entries);
+  const hooks = entries.map((e) => e.status);
+  const ready = readyFor(phase, entries);
+  const status: PrestartRunStatus = compact({
+    phase,
+    hooks,
+    conditions: setCondition(base.conditions, ready, nowIso),
+    observedRetry,
+    releasedAt: phase === 'Released' ? nowIso : undefined,
+    summary: summaryOf(hooks),
+  });
+  const changed = !jsonEqual(prev, status);
+
+  const actions: Action[] = [];
+  if (phase === 'Released') {
+    actions.push(...holdReasonActions(o, undefined));
+    actions.push({ type: 'release', inject: injects(entries) });
+    if (changed) actions.push({ type: 'updateRunStatus', status });
+    events.push(event('Normal', 'Released', ready.message ?? ''));
+  } else {
+    if (changed) actions.push({ type: 'updateRunStatus', status });
+    actions.push(...sends);
+    const reason = phase === 'Failed' ? failureHoldReason(run, entries) : undefined;
+    actions.push(...holdReasonActions(o, reason));
+    if (phase === 'Failed' && reason !== undefined && newlyFailed(prev, ready)) {
+      events.push(event('Warning', ready.reason ?? 'HookFailed', reason));
+    }
+  }
+  actions.push(...events);
+  const requeueAfterMs = nextWakeup(entries, now);
+  return requeueAfterMs === undefined ? { actions } : { actions, requeueAfterMs };
+}
+
+function expireOrResend(entry: HookEntry, now: number, nowIso: string, sends: Action[]): HookEntry {
+  const { status, snapshot } = entry;
+  if (status.phase !== 'Requested' || !snapshot) return entry;
+  const deadline = deadlineOf(status, snapshot, now);
+  const deadlineIso =
+    status.deadline !== undefined && !Number.isNaN(Date.parse(status.deadline)) ? status.deadline : new Date(deadline).toISOString();
+  if (now >= deadline) {
+    return { snapshot, status: { ...status, phase: 'TimedOut', deadline: deadlineIso, message: timeoutMessage(snapshot) } };
+  }
+  const resendAt = resendAtOf(status, snapshot);
+  if (resendAt !== undefined && now >= resendAt) {
+    sends.push({ type: 'sendRequest', hook: snapshot, attempt: status.attempt, deadline: deadlineIso });
+    return { snapshot, status: { ...status, lastSentAt: nowIso, deadline: deadlineIso } };
+  }
+  return status.deadline === deadlineIso ? entry : { snapshot, status: { ...status, deadline: deadlineIso } };
+}
+
+function startStage(entries: HookEntry[], now: number, nowIso: string, sends: Action[]): HookEntry[] {
+  // With no blocking hook, every hook below the lowest unfinished order has passed.
+  if (entries.some(isBlocking)) return entries;
+  const unfinished = entries.filter((e) => isUnfinished(e.status.phase));
+  if (unfinished.length === 0) return entries;
+  const stage = Math.min(...unfinished.map(orderOf));
+  return entries.map((e) => {
+    const { status, snapshot } = e;
+    if (status.phase !== 'Pending' || !snapshot || snapshot.order !== stage) return e;
+    const deadline = new Date(now + snapshot.timeoutSeconds * 1000).toISOString();
+    sends.push({ type: 'sendRequest', hook: snapshot, attempt: status.attempt, deadline });
+    return {
+      snapshot,
+      status: { name: status.name, phase: 'Requested', attempt: status.attempt, requestedAt: nowIso, lastSentAt: nowIso, deadline },
+    };
+  });
+}
+
+function deadlineOf(status: HookStatus, snapshot: HookSnapshot, now: number): number {
+  const explicit = Date.parse(status.deadline ?? '');
+  if (!Number.isNaN(explicit)) return explicit;
+  const requested = Date.parse(status.requestedAt ?? '');
+  return (Number.isNaN(requested) ? now : requested) + snapshot.timeoutSeconds * 1000;
+}
+
+function resendAtOf(status: HookStatus, snapshot: HookSnapshot): number | undefined {
+  if (snapshot.resendIntervalSeconds <= 0) return undefined;
+  const last = Date.parse(status.lastSentAt ?? status.requestedAt ?? '');
+  return (Number.isNaN(last) ? 0 : last) + snapshot.resendIntervalSeconds * 1000;
+}
+
+function nextWakeup(entries: readonly HookEntry[], now: number): number | undefined {
+  let next = Number.POSITIVE_INFINITY;
+  for (const { status, snapshot } of entries) {
+    if (status.phase !== 'Requested' || !snapshot) continue;
+    next = Math.min(next, deadlineOf(status, snapshot, now), resendAtOf(status, snapshot) ?? Number.POSITIVE_INFINITY);
+  }
+  return Number.isFinite(next) ? Math.max(0, Math.ceil(next - now)) : undefined;
+}
+
+function injects(entries: readonly HookEntry[]): boolean {
+  return entries.some((e) => e.status.phase === 'Succeeded' && (e.status.contributions?.length ?? 0) > 0);
+}
+
+function newlyFailed(prev: PrestartRunStatus | undefined, ready: ReadyCondition): boolean {
+  const before = readyOf(prev);
+  return !(before?.status === 'False' && before.reason === ready.reason && before.message === ready.message);
+}
+
+/** One line for the Revision's reason annotation, which the hold policy's denial message shows. */
+function failureHoldReason(run: PrestartRunView, entries: readonly HookEntry[]): string {
+  const blocking = entries.filter(isBlocking);
+  const what = oneLine(blocking.map((e) => describeOutcome(e.status)).join('; '), 768);
+  const retryable = blocking.every((e) => e.snapshot !== undefined && isFailure(e.status.phase));
+  const hint = retryable
+    ? `retry: kubectl annotate prestartrun ${run.name} -n ${run.namespace} ${RETRY_ANNOTATION}=${nextRetryToken(blocking, run.retryToken)} --overwrite`
+    : `start over: kubectl delete prestartrun ${run.name} -n ${run.namespace}`;
+  return `${what}; ${hint}`;
+}
+
+/** A token the admin can copy: the next attempt number, made different from the one already acted on. */
+function nextRetryToken(blocking: readonly HookEntry[], current: string | undefined): string {
+  const next = Math.max(1, ...blocking.map((e) => e.status.attempt)) + 1;
+  return String(next) === current ? `${next}-again` : String(next);
+}
+
+function cancelledHoldReason(readyMessage: string | undefined): string {
+  return `prestart hooks ${readyMessage ?? 'cancelled'}`;
+}
+
+function retryMessage(token: string, retried: readonly string[], stuck: readonly string[]): string {
+  const parts = [retried.length > 0 ? `re-running ${retried.join(', ')}` : 'no failed hook to re-run'];
+  if (stuck.length > 0) {
+    parts.push(`cannot retry ${stuck.join(', ')} (missing or invalid when the run started: delete the PrestartRun to start over)`);
+  }
+  return `retry ${JSON.stringify(token)}: ${parts.join('; ')}`;
+}
+
+function holdReasonActions(o: Observed, desired: string | undefined): Action[] {
+  const current = o.revision.annotations[REASON_ANNOTATION];
+  return current === desired ? [] : [{ type: 'setHoldReason', reason: desired }];
+}
+
+function event(eventType: 'Normal' | 'Warning', reason: string, message: string): Action {
+  return { type: 'recordEvent', eventType, reason, message };
+}

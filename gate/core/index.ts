@@ -1,0 +1,23 @@
+// The gate's functional core: pure decisions over plain data. The shell observes, calls these and
+// applies what they return.
+
+export { type FilteredContributions, filterContributions, isDns1123Label, isDns1123Subdomain } from './contributions.ts';
+export { decide, FOREIGN_RUN_REQUEUE_MS } from './decide.ts';
+export { DurationError, formatDuration, parseDurationMs, parseDurationSeconds } from './duration.ts';
+export {
+  type PodContainer,
+  type PodEnvFrom,
+  type PodEnvVar,
+  type PodView,
+  type PodVolumeMount,
+  podPatch,
+  QUEUE_PROXY,
+  SERVICE_BINDING_ROOT,
+  volumeNameFor,
+} from './inject.ts';
+export { escapePointerToken, type JsonPatchOp, pointer } from './jsonpatch.ts';
+export { compareHooks, hookMatches, hooksFor, labelSelectorErrors, labelSelectorMatches } from './match.ts';
+export { applyReply } from './reply.ts';
+export { HookSpecError, snapshotHook } from './snapshot.ts';
+export { parseHookNames, type StampResult, stampRevision } from './stamp.ts';
+export * from './types.ts';

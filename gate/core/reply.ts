@@ -1,0 +1,72 @@
+// Applying one verified `completed` reply to a run. Deliveries are at-least-once and unordered,
+// so a reply may be a duplicate, belong to an older attempt, or arrive after the run moved on;
+// only a reply for the hook's current attempt while it is still waiting changes anything. The run
+// phase, conditions and events are left to decide(), which sees the new hook status next.
+import { filterContributions } from './contributions.ts';
+import { oneLine, summaryOf } from './status.ts';
+import type { HookStatus, PrestartRunView, Reply, ReplyResult } from './types.ts';
+
+const MAX_MESSAGE = 1024;
+
+export function applyReply(run: PrestartRunView, reply: Reply, now: Date): ReplyResult {
+  const reject = (reason: string): ReplyResult => ({ type: 'rejected', reason, permanent: true });
+  if (reply.revisionUID !== run.spec.revisionUID) {
+    return reject(`revision UID ${reply.revisionUID} does not match the run's ${run.spec.revisionUID}`);
+  }
+  if (reply.namespace !== run.namespace || reply.revision !== run.name) {
+    return reject(`reply for ${reply.namespace}/${reply.revision} does not belong to run ${run.namespace}/${run.name}`);
+  }
+  const status = run.status;
+  const index = status?.hooks.findIndex((h) => h.name === reply.hook) ?? -1;
+  const current = status?.hooks[index];
+  const snapshot = run.spec.hooks.find((h) => h.name === reply.hook);
+  if (!status || !current || !snapshot) return reject(`unknown hook ${reply.hook}`);
+  if (!Number.isInteger(reply.attempt) || reply.attempt < current.attempt) {
+    return reject(`stale attempt ${reply.attempt} of hook ${reply.hook} (current attempt ${current.attempt})`);
+  }
+  if (reply.attempt > current.attempt) {
+    return reject(`attempt ${reply.attempt} of hook ${reply.hook} was never requested (current attempt ${current.attempt})`);
+  }
+  if ((reply.outcome === 'succeeded' && current.phase === 'Succeeded') || (reply.outcome === 'failed' && current.phase === 'Failed')) {
+    return { type: 'duplicate' };
+  }
+  if (current.phase !== 'Requested' && current.phase !== 'Pending') {
+    return reject(`hook ${reply.hook} is already ${current.phase}; ${reply.outcome} reply ignored`);
+  }
+
+  const message = typeof reply.message === 'string' ? oneLine(reply.message, MAX_MESSAGE) : undefined;
+  let next: HookStatus;
+  if (reply.outcome === 'progress') {
+    next = { ...current };
+    if (message !== undefined) next.message = message;
+    if (isProgress(reply.progress)) next.progress = reply.progress;
+    if (next.message === current.message && next.progress === current.progress) return { type: 'duplicate' };
+  } else {
+    next = {
+      name: current.name,
+      phase: reply.outcome === 'succeeded' ? 'Succeeded' : 'Failed',
+      attempt: current.attempt,
+      answeredAt: now.toISOString(),
+    };
+    for (const key of ['requestedAt', 'lastSentAt', 'deadline'] as const) {
+      if (current[key] !== undefined) next[key] = current[key];
+    }
+    if (isProgress(reply.progress)) next.progress = reply.progress;
+    const notes: string[] = message ? [message] : [];
+    if (reply.outcome === 'succeeded' && reply.contributions !== undefined) {
+      const list: unknown[] = Array.isArray(reply.contributions) ? reply.contributions : [reply.contributions];
+      const { kept, dropped } = filterContributions(list, snapshot.allowedContributions);
+      if (kept.length > 0) next.contributions = kept;
+      if (dropped.length > 0) notes.push(`dropped contributions: ${dropped.join('; ')}`);
+    }
+    if (notes.length > 0) next.message = oneLine(notes.join('; '), MAX_MESSAGE * 2);
+  }
+
+  const hooks = status.hooks.map((h, i) => (i === index ? next : h));
+  const type = reply.outcome === 'progress' ? 'progress' : 'applied';
+  return { type, status: { ...status, hooks, summary: summaryOf(hooks) } };
+}
+
+function isProgress(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 100;
+}

@@ -1,0 +1,166 @@
+// Wires one gate process: informers, the correlation keys, the admission webhooks (HTTPS), the
+// reply sinks (HTTP, NATS), leader election, and the controller that runs only while leading.
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import pino, { type Logger } from 'pino';
+import { createTransports, kubeBrokerResolver, type Transports } from '../emitter/index.ts';
+import { createSinkRouter } from '../sinks/http.ts';
+import { createSinkMetrics } from '../sinks/metrics.ts';
+import { createNatsSink, type NatsSink } from '../sinks/nats.ts';
+import type { GateConfig } from './config.ts';
+import { type Caches, startCaches, syncCaches } from './shell/caches.ts';
+import { Controller } from './shell/controller.ts';
+import { loadOrCreateKeyRing } from './shell/keys.ts';
+import { KubeClient } from './shell/kube-client.ts';
+import { LeaderElector } from './shell/leader.ts';
+import { createMetrics, type Metrics } from './shell/metrics.ts';
+import { ReplyRecorder } from './shell/replies.ts';
+import { RequestSender } from './shell/requests.ts';
+import { toHook } from './shell/resources.ts';
+import { admissionRouter } from './webhooks/admission.ts';
+import { startWebhookTls, type WebhookTls } from './webhooks/tls.ts';
+
+export interface RunningGate {
+  /** The URL hooks POST replies to. */
+  sinkUrl: string;
+  /** The webhook server's base URL (https). */
+  webhookUrl: string;
+  metrics: Metrics;
+  controller: Controller;
+  isLeader(): boolean;
+  stop(): Promise<void>;
+}
+
+export async function startGate(config: GateConfig, log: Logger = pino({ name: 'gate' })): Promise<RunningGate> {
+  const kc = config.kubeConfig;
+  const client = new KubeClient(kc);
+  const metrics = createMetrics();
+  const caches = await startCaches(kc, client, log, config.namespaceSelector);
+  const keys = await loadOrCreateKeyRing(kc, config.namespace);
+  const replies = new ReplyRecorder(client, log, metrics);
+  const onReply = replies.record.bind(replies);
+  const sinkMetrics = createSinkMetrics(metrics.registry);
+
+  const sinkApp = express();
+  sinkApp.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  sinkApp.use(createSinkRouter({ keys, onReply, maxBytes: config.sink.maxBytes, logger: log, metrics: sinkMetrics }));
+  const sinkServer = await listen(createHttpServer(sinkApp), config.sink.host, config.sink.port);
+  const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
+
+  const transports: Transports = createTransports({
+    http: {},
+    broker: { resolveBrokerUrl: kubeBrokerResolver(async () => kc) },
+    ...(config.nats ? { nats: { servers: config.nats.servers } } : {}),
+  });
+  let natsSink: NatsSink | undefined;
+  if (config.nats) {
+    natsSink = createNatsSink({ servers: config.nats.servers, keys, onReply, logger: log, metrics: sinkMetrics });
+    await natsSink.start();
+  }
+
+  await syncCaches(caches);
+  const webhookApp = express();
+  webhookApp.use(
+    admissionRouter(
+      {
+        hooks: () => caches.hooks.list().map(toHook),
+        namespaceLabels: async (ns) => caches.namespaces.get(ns)?.metadata?.labels ?? (caches.namespaces.get(ns) ? {} : undefined),
+        run: async (ns, name) => caches.runs.get(name, ns) ?? (await client.getRun(ns, name)),
+      },
+      log,
+      metrics,
+      config.webhook.bindingRoot,
+    ),
+  );
+  const tls: WebhookTls = await startWebhookTls(kc, config, log);
+  const webhookServer = await listen(
+    createHttpsServer({ key: tls.current().keyPem, cert: tls.current().certPem }, webhookApp),
+    config.webhook.host,
+    config.webhook.port,
+  );
+  tls.onRotate((pair) => webhookServer.setSecureContext({ key: pair.keyPem, cert: pair.certPem }));
+  const webhookUrl = config.webhook.urlBase ?? `https://${config.webhook.host}:${port(webhookServer)}`;
+  await tls.register(webhookUrl);
+
+  const sender = new RequestSender({
+    transports,
+    keys,
+    source: config.source,
+    replyTo: sinkUrl,
+    replies,
+    maxReplyBytes: config.sink.maxBytes,
+    log,
+    metrics,
+  });
+  let controller = newController();
+  function newController(): Controller {
+    return new Controller({
+      caches,
+      apply: { client, sender, now: () => new Date() },
+      log,
+      metrics,
+      workers: config.workers,
+    });
+  }
+  const leader = new LeaderElector(
+    kc,
+    {
+      namespace: config.namespace,
+      name: `knative-prestart-gate-${config.instance}`,
+      identity: config.identity,
+      onStartedLeading: () => controller.start(),
+      onStoppedLeading: () => {
+        // A controller cannot be restarted after its queue shut down: the next term gets a new one.
+        const old = controller;
+        controller = newController();
+        void old.stop();
+      },
+    },
+    log,
+  );
+  leader.start();
+  log.info({ sinkUrl, webhookUrl, instance: config.instance }, 'gate started');
+
+  return {
+    sinkUrl,
+    webhookUrl,
+    metrics,
+    get controller() {
+      return controller;
+    },
+    isLeader: () => leader.isLeader,
+    async stop() {
+      await leader.stop();
+      await controller.stop();
+      await natsSink?.stop();
+      tls.stop();
+      await Promise.all([close(sinkServer), close(webhookServer)]);
+      await transports.close();
+      await caches.stop();
+    },
+  };
+}
+
+function listen<S extends Server | HttpsServer>(server: S, host: string, portNumber: number): Promise<S> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`port ${host}:${portNumber} is already in use`) : err),
+    );
+    server.listen(portNumber, host, () => resolve(server));
+  });
+}
+
+function port(server: Server | HttpsServer): number {
+  return (server.address() as AddressInfo).port;
+}
+
+function close(server: Server | HttpsServer): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+export type { Caches };

@@ -1,0 +1,52 @@
+// Records a verified reply in the PrestartRun. Any replica may do this (the sinks run on every
+// replica): the write is conditional on the resourceVersion it was computed from, so concurrent
+// replies and the leader's own writes serialise through the apiserver, never overwrite each other.
+import type { Logger } from 'pino';
+import type { ReplyDisposition } from '../../sinks/types.ts';
+import { applyReply } from '../core/index.ts';
+import type { Reply } from '../core/types.ts';
+import { crashPoint } from './crashpoints.ts';
+import { isConflict, type KubeClient } from './kube-client.ts';
+import type { Metrics } from './metrics.ts';
+import { toRunView } from './resources.ts';
+
+export type { ReplyDisposition };
+
+const MAX_CONFLICT_RETRIES = 8;
+
+export class ReplyRecorder {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly log: Logger,
+    private readonly metrics: Metrics,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Resolves once the reply is stored (or known to change nothing); throws on transient errors. */
+  async record(reply: Reply): Promise<ReplyDisposition> {
+    for (let i = 0; i < MAX_CONFLICT_RETRIES; i++) {
+      const run = await this.client.getRun(reply.namespace, reply.revision);
+      if (!run)
+        return this.count({ type: 'rejected', reason: `unknown revision ${reply.namespace}/${reply.revision}: no PrestartRun` }, reply);
+      const result = applyReply(toRunView(run), reply, this.now());
+      if (result.type === 'duplicate') return this.count({ type: 'duplicate' }, reply);
+      if (result.type === 'rejected') return this.count({ type: 'rejected', reason: result.reason }, reply);
+      try {
+        await this.client.replaceRunStatus(run, result.status);
+        crashPoint('after-reply-recorded');
+        return this.count({ type: 'applied' }, reply);
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+      }
+    }
+    throw new Error(`PrestartRun ${reply.namespace}/${reply.revision} kept changing; try again`);
+  }
+
+  private count(d: ReplyDisposition, reply: Reply): ReplyDisposition {
+    this.metrics.replies.inc({ result: d.type, outcome: reply.outcome });
+    const fields = { hook: reply.hook, revision: `${reply.namespace}/${reply.revision}`, attempt: reply.attempt, event: reply.eventKey };
+    if (d.type === 'rejected') this.log.warn({ ...fields, reason: d.reason }, 'reply rejected');
+    else this.log.info({ ...fields, outcome: reply.outcome, result: d.type }, 'reply recorded');
+    return d;
+  }
+}

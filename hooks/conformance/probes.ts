@@ -1,0 +1,114 @@
+// The requests the checker sends. Every probe is about its own made-up Revision
+// (conformance/<probe>-00001, fresh UID), so any reply, even one the gate would refuse, can be
+// traced back to the probe that caused it through its replyid or its subject.
+import { randomUUID } from 'node:crypto';
+import type { Message, OutgoingEvent } from '../../emitter/transport.ts';
+import { HOLD_LABEL, HOOKS_ANNOTATION } from '../../gate/core/types.ts';
+import { buildRequested, gateSource, type KeyRing, toBinary } from '../../schemas/index.ts';
+import type { ReceivedReply } from './reply-sink.ts';
+
+export const PROBE_NAMESPACE = 'conformance';
+const REVISION_SUFFIX = '-00001';
+const IMAGE = `registry.example/conformance/app@sha256:${'0123456789abcdef'.repeat(4)}`;
+
+export interface ProbeContext {
+  keys: KeyRing;
+  hook: string;
+  replyTo: string;
+  params: Record<string, unknown>;
+  /** How long the probes' deadlines are ahead. */
+  deadlineMs: number;
+}
+
+export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook): OutgoingEvent {
+  const name = `${probe}${REVISION_SUFFIX}`;
+  return buildRequested({
+    revision: {
+      namespace: PROBE_NAMESPACE,
+      name,
+      uid: randomUUID(),
+      service: probe,
+      configuration: probe,
+      labels: { 'serving.knative.dev/service': probe, 'serving.knative.dev/configuration': probe, [HOLD_LABEL]: 'true' },
+      annotations: { [HOOKS_ANNOTATION]: JSON.stringify([hook]) },
+      images: [IMAGE],
+    },
+    hook: { name: hook, params: ctx.params, allowedContributions: ['env', 'envFrom', 'volume'] },
+    attempt: 1,
+    deadline: new Date(Date.now() + ctx.deadlineMs),
+    action: 'start',
+    replyTo: ctx.replyTo,
+    source: gateSource(PROBE_NAMESPACE),
+    keys: ctx.keys,
+  });
+}
+
+/** The cancel of `start`: same Revision, hook, attempt and correlationid, its own id. */
+export function cancelOf(ctx: ProbeContext, start: OutgoingEvent, reason: string): OutgoingEvent {
+  const data = start.data as { revision: { namespace: string; name: string; uid: string }; hook: { name: string; params: Record<string, unknown> } };
+  return buildRequested({
+    revision: { ...data.revision, labels: {}, annotations: {}, images: [IMAGE] },
+    hook: { name: data.hook.name, params: data.hook.params, allowedContributions: ['env', 'envFrom', 'volume'] },
+    attempt: 1,
+    action: 'cancel',
+    reason,
+    replyTo: ctx.replyTo,
+    source: start.source,
+    keys: ctx.keys,
+  });
+}
+
+export interface MalformedProbe {
+  probe: string;
+  /** What is wrong with it, for the report. */
+  what: string;
+  message: Message;
+}
+
+/** Requests no hook may act on; each would be a valid request but for one thing. */
+export function malformedProbes(ctx: ProbeContext): MalformedProbe[] {
+  const binary = (probe: string) => toBinary(startRequest(ctx, probe));
+  const without = (m: Message, header: string): Message => {
+    const headers = { ...m.headers };
+    delete headers[header];
+    return { headers, body: m.body };
+  };
+  const withHeader = (m: Message, header: string, value: string): Message => ({ headers: { ...m.headers, [header]: value }, body: m.body });
+  const noDeadline = binary('malformed-invalid-data');
+  const data = JSON.parse(String(noDeadline.body)) as Record<string, unknown>;
+  delete data.deadline;
+  return [
+    {
+      probe: 'malformed-not-a-cloudevent',
+      what: 'JSON that is not a CloudEvent',
+      message: { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ hook: ctx.hook, action: 'start' }) },
+    },
+    { probe: 'malformed-missing-id', what: 'a request without ce-id', message: without(binary('malformed-missing-id'), 'ce-id') },
+    {
+      probe: 'malformed-wrong-specversion',
+      what: 'a request with specversion 0.3',
+      message: withHeader(binary('malformed-wrong-specversion'), 'ce-specversion', '0.3'),
+    },
+    {
+      probe: 'malformed-wrong-type',
+      what: 'an event of type revision.prestart.completed',
+      message: withHeader(binary('malformed-wrong-type'), 'ce-type', 'revision.prestart.completed'),
+    },
+    {
+      probe: 'malformed-invalid-data',
+      what: 'a start without data.deadline',
+      message: { headers: noDeadline.headers, body: JSON.stringify(data) },
+    },
+  ];
+}
+
+/** The probe a reply answers: from its verified replyid, else from its subject. */
+export function probeOf(r: ReceivedReply): string | undefined {
+  const name = r.reply?.namespace === PROBE_NAMESPACE ? r.reply.revision : subjectName(r.event?.subject);
+  return name?.endsWith(REVISION_SUFFIX) ? name.slice(0, -REVISION_SUFFIX.length) : undefined;
+}
+
+function subjectName(subject: string | undefined): string | undefined {
+  const prefix = `${PROBE_NAMESPACE}/`;
+  return subject?.startsWith(prefix) ? subject.slice(prefix.length) : undefined;
+}

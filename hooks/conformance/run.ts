@@ -1,0 +1,148 @@
+// Plays the gate against a running hook service: negative probes first (nothing may come of
+// them), then the valid requests, their repeats and the cancels, then a quiet period in which
+// late replies to the negative probes would still show up. Every probe is judged in checks.ts.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { carriesCloudEvent } from '../../emitter/http-response.ts';
+import type { Message } from '../../emitter/transport.ts';
+import { isDns1123Subdomain } from '../../gate/core/index.ts';
+import { EXT_CORRELATION_ID, KeyRing, toBinary, toStructured } from '../../schemas/index.ts';
+import {
+  checkBodies,
+  checkCancelTaken,
+  checkNotActedOn,
+  checkRedelivery,
+  checkReplies,
+  checkReplyIds,
+  checkSpeed,
+} from './checks.ts';
+import { is2xx, isFinal } from './describe.ts';
+import { type Answer, deliver, reachable } from './post.ts';
+import { cancelOf, malformedProbes, type ProbeContext, probeOf, startRequest } from './probes.ts';
+import { type ReceivedReply, readReply, startReplySink } from './reply-sink.ts';
+import type { Check, Report } from './rules.ts';
+
+export interface ConformanceOptions {
+  /** The hook name the service serves. Default "conformance". */
+  hook?: string;
+  /** How long to wait for a final reply. Default 30 s. */
+  timeoutMs?: number;
+  /** data.hook.params of every probe. */
+  params?: Record<string, unknown>;
+  /** How long to wait for the service to accept connections. Default 10 s. */
+  waitForHookMs?: number;
+  /** How long to keep listening for stray replies at the end. Default: as long as the slowest reply took, 1 s at least. */
+  quietMs?: number;
+}
+
+export const DEFAULT_CONFORMANCE_HOOK = 'conformance';
+// A delivery gets this long for an HTTP answer; R7 judges anything over 2 s anyway.
+const ANSWER_TIMEOUT_MS = 10_000;
+
+export async function runConformance(url: string, opts: ConformanceOptions = {}): Promise<Report> {
+  const hook = opts.hook ?? DEFAULT_CONFORMANCE_HOOK;
+  if (!isDns1123Subdomain(hook)) throw new Error(`hook name "${hook}" is not a DNS-1123 subdomain, so no PrestartHook can have it`);
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const keys = new KeyRing([KeyRing.generateKey()]);
+  const sink = await startReplySink(keys);
+  const finish = (checks: Check[]): Report => ({ url, hook, checks, passed: checks.every((c) => c.passed) });
+  try {
+    const down = await reachable(url, opts.waitForHookMs ?? 10_000);
+    if (down) return finish([{ rule: 'R1-replies-with-valid-completed', passed: false, detail: down }]);
+
+    const ctx: ProbeContext = { keys, hook, replyTo: sink.url, params: opts.params ?? {}, deadlineMs: 10 * 60_000 };
+    const answers: Answer[] = [];
+    const inAnswers: ReceivedReply[] = [];
+    const correlation = new Map<string, string>();
+    const send = async (message: Message, probe: string, what: string): Promise<Answer> => {
+      const answer = await deliver(url, message, probe, what, ANSWER_TIMEOUT_MS);
+      answers.push(answer);
+      if (is2xx(answer) && answer.body.length > 0 && carriesCloudEvent(answer.headers)) {
+        inAnswers.push(readReply({ headers: answer.headers, body: answer.body }, keys, 'answer', answer.sentAt + answer.ms));
+      }
+      return answer;
+    };
+    const repliesTo = (probe: string) => [...sink.replies, ...inAnswers].filter((r) => probeOf(r) === probe);
+    const finalFor = async (probe: string, answer: Answer, waitMs: number, since = answer.sentAt) => {
+      const inBody = inAnswers.find((r) => r.at >= since && probeOf(r) === probe && isFinal(r));
+      if (inBody || !is2xx(answer)) return inBody;
+      return sink.waitFor((r) => r.at >= since && probeOf(r) === probe && isFinal(r), waitMs);
+    };
+
+    // Nothing may come of these.
+    const malformed = malformedProbes(ctx);
+    const malformedAnswers: Answer[] = [];
+    for (const m of malformed) malformedAnswers.push(await send(m.message, m.probe, m.what));
+    const otherHook = `${hook}-other`;
+    const other = await send(toBinary(startRequest(ctx, 'other-hook', otherHook)), 'other-hook', `a request for hook "${otherHook}"`);
+    const early = startRequest(ctx, 'cancel-first');
+    const earlyCancel = await send(toBinary(cancelOf(ctx, early, 'superseded (conformance check)')), 'cancel-first', 'a cancel sent before its start');
+    const lateStart = await send(toBinary(early), 'cancel-first', 'a start whose cancel came first');
+
+    // The valid requests, in both content modes, and the repeats.
+    const valid = startRequest(ctx, 'valid');
+    correlation.set('valid', String(valid[EXT_CORRELATION_ID]));
+    const first = await send(toBinary(valid), 'valid', 'the valid request (binary mode)');
+    const answeredInBody = inAnswers.some((r) => probeOf(r) === 'valid' && isFinal(r));
+    const whileRunning =
+      is2xx(first) && !answeredInBody ? await send(toBinary(valid), 'valid', 'the valid request repeated while it runs') : undefined;
+    const structuredEvent = startRequest(ctx, 'structured');
+    correlation.set('structured', String(structuredEvent[EXT_CORRELATION_ID]));
+    const structured = await send(toStructured(structuredEvent), 'structured', 'the valid request (structured mode)');
+    const running = startRequest(ctx, 'cancel-running');
+    correlation.set('cancel-running', String(running[EXT_CORRELATION_ID]));
+    await send(toBinary(running), 'cancel-running', 'a request cancelled while it runs');
+    const cancel = await send(toBinary(cancelOf(ctx, running, 'Revision deleted (conformance check)')), 'cancel-running', 'a cancel of a running request');
+
+    const [firstFinal, structuredFinal] = await Promise.all([finalFor('valid', first, timeoutMs), finalFor('structured', structured, timeoutMs)]);
+    let afterFinish: Answer | undefined;
+    let cut = Number.POSITIVE_INFINITY;
+    const firstLatency = firstFinal ? firstFinal.at - first.sentAt : 0;
+    const againWaitMs = Math.min(timeoutMs, Math.max(3_000, 2 * firstLatency));
+    if (firstFinal) {
+      cut = Date.now();
+      afterFinish = await send(toBinary(valid), 'valid', 'the valid request repeated after it finished');
+      await finalFor('valid', afterFinish, againWaitMs, cut);
+    }
+    const slowest = Math.max(firstLatency, structuredFinal ? structuredFinal.at - structured.sentAt : 0);
+    await sleep(opts.quietMs ?? Math.min(timeoutMs, Math.max(1_000, slowest)));
+
+    const validReplies = repliesTo('valid');
+    const checks: Check[] = [
+      checkReplies(first, validReplies, timeoutMs),
+      checkReplies(structured, repliesTo('structured'), timeoutMs),
+      checkRedelivery({
+        first,
+        ...(whileRunning ? { whileRunning } : {}),
+        ...(afterFinish ? { afterFinish } : {}),
+        before: validReplies.filter((r) => r.at < cut),
+        after: validReplies.filter((r) => r.at >= cut),
+        waitedMs: againWaitMs,
+      }),
+      checkNotActedOn('R3-ignores-other-hooks', other, repliesTo('other-hook'), {
+        refuse: false,
+        advice: 'compare data.hook.name with the hook this service serves, and answer 202 without running',
+      }),
+      ...malformed.map((m, i) =>
+        checkNotActedOn('R4-rejects-malformed', malformedAnswers[i] as Answer, repliesTo(m.probe), {
+          refuse: true,
+          advice: 'parse requests with the schemas (parseRequested) and answer its status and reason',
+        }),
+      ),
+      checkCancelTaken(earlyCancel),
+      checkNotActedOn('R8-honours-cancel', lateStart, repliesTo('cancel-first'), {
+        refuse: false,
+        advice: 'remember cancelled (revision.uid, hook, attempt) and do not begin a start that was already cancelled',
+      }),
+      checkCancelTaken(cancel),
+      checkBodies(answers),
+      checkReplyIds([...sink.replies, ...inAnswers], (r) => {
+        const probe = probeOf(r);
+        return probe === undefined ? undefined : correlation.get(probe);
+      }),
+      checkSpeed(answers),
+    ];
+    return finish(checks);
+  } finally {
+    await sink.close();
+  }
+}

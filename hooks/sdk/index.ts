@@ -1,0 +1,29 @@
+// The hook SDK: write one handler, serve it over HTTP or NATS JetStream.
+export { allowedOnly, envContribution, envFromContribution, volumeContribution } from './contributions.ts';
+export {
+  createHookApp,
+  DEFAULT_SYNC_BUDGET_MS,
+  type HookApp,
+  type HookServer,
+  type ServeHookOptions,
+  serveHook,
+} from './http.ts';
+export { BoundedMap } from './lru.ts';
+export { type NatsHookService, type ServeHookNatsOptions, serveHookNats } from './nats.ts';
+export { clip, defaultSource, errorEvent, finalEvent, MAX_MESSAGE, progressEvent } from './outcome.ts';
+export { attemptKey, toHookRequest } from './request.ts';
+export { createHookRunner, type HookRunner, type HookRunnerOptions, type Job, type ProgressSender, type Submission } from './runner.ts';
+export { DEFAULT_SEND_POLICY, type PostOptions, postEvent, SendError } from './send.ts';
+export {
+  CancelledError,
+  type Contribution,
+  type ContributionKind,
+  DeadlineError,
+  fail,
+  type HookContext,
+  type HookHandler,
+  type HookOutcome,
+  type HookRequest,
+  type HookRevision,
+  succeed,
+} from './types.ts';

@@ -1,0 +1,154 @@
+// Runs the author's handler once per request, whatever the transport. Deliveries are at least
+// once and the gate re-sends unanswered requests, so: a repeat of a running request joins it, a
+// repeat of a finished one gets the same final event back (same id: the gate sees a duplicate),
+// and a cancel aborts the run or, when it overtook its start, keeps that start from running.
+import type { Logger } from 'pino';
+import type { OutgoingEvent } from '../../emitter/transport.ts';
+import type { ParsedRequest } from '../../schemas/index.ts';
+import { BoundedMap } from './lru.ts';
+import { errorEvent, finalEvent, progressEvent } from './outcome.ts';
+import { attemptKey, toHookRequest } from './request.ts';
+import { CancelledError, DeadlineError, type HookContext, type HookHandler } from './types.ts';
+
+/** Sends one progress report; rejecting only costs that report. */
+export type ProgressSender = (event: OutgoingEvent) => Promise<void>;
+
+export interface Job {
+  /** source#id of the request. */
+  key: string;
+  /** The final completed event, or undefined when the run ended without one (cancelled, deadline passed, shutdown). */
+  done: Promise<OutgoingEvent | undefined>;
+}
+
+export type Submission =
+  | { type: 'started' | 'joined'; job: Job }
+  | { type: 'finished'; final: OutgoingEvent }
+  | { type: 'skipped'; reason: string };
+
+export interface HookRunner {
+  /** `sendProgress` is used when this submission starts the run. */
+  submit(request: ParsedRequest, sendProgress?: ProgressSender): Submission;
+  /** Aborts the run of the attempt a cancel names, or remembers the cancel for a start still to come. */
+  cancel(request: ParsedRequest): 'aborted' | 'remembered';
+  readonly running: number;
+  /** Aborts every run and waits for the handlers to return; later submissions are skipped. */
+  close(): Promise<void>;
+}
+
+export interface HookRunnerOptions {
+  handler: HookHandler;
+  /** The hook's CloudEvents source. */
+  source: string;
+  logger: Logger;
+  /** Finished results and cancels remembered. Default 1000 each. */
+  remember?: number;
+}
+
+interface Running extends Job {
+  controller: AbortController;
+}
+
+// setTimeout takes at most a signed 32-bit delay; a longer one fires at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export function createHookRunner(opts: HookRunnerOptions): HookRunner {
+  const remember = opts.remember ?? 1000;
+  const running = new Map<string, Running>();
+  const runningByAttempt = new Map<string, string>();
+  const finished = new BoundedMap<string, OutgoingEvent>(remember);
+  const cancelled = new BoundedMap<string, string>(remember);
+  let closed = false;
+
+  function start(parsed: ParsedRequest, sendProgress: ProgressSender | undefined): Running | string {
+    const request = toHookRequest(parsed);
+    const left = request.deadline.getTime() - Date.now();
+    if (!(left > 0)) return `its deadline ${parsed.data.deadline ?? '(none)'} has passed`;
+    const key = parsed.key;
+    const attempt = attemptKey(parsed);
+    const log = opts.logger.child({ hook: request.hook, revision: `${request.revision.namespace}/${request.revision.name}`, attempt: request.attempt });
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DeadlineError(`the deadline ${parsed.data.deadline} passed`)), Math.min(left, MAX_TIMER_MS));
+    let open = true;
+    let reports: Promise<void> = Promise.resolve();
+    const ctx: HookContext = {
+      signal: controller.signal,
+      logger: log,
+      progress(percent, message) {
+        if (!open || !sendProgress) return Promise.resolve();
+        let event: OutgoingEvent;
+        try {
+          event = progressEvent(parsed, percent, message, opts.source);
+        } catch (err) {
+          log.warn({ err }, 'progress report not sent');
+          return Promise.resolve();
+        }
+        // One after the other, so reports arrive in the order they were made and before the final one.
+        reports = reports.then(() => sendProgress(event)).catch((err: unknown) => log.warn({ err }, 'progress report not delivered'));
+        return reports;
+      },
+    };
+    const done = (async (): Promise<OutgoingEvent | undefined> => {
+      // Let the transport answer the delivery before the handler's synchronous part runs.
+      await new Promise((resolve) => setImmediate(resolve));
+      let produced: unknown;
+      let error: { thrown: unknown } | undefined;
+      try {
+        produced = await opts.handler(request, ctx);
+      } catch (thrown) {
+        error = { thrown };
+      }
+      open = false;
+      clearTimeout(timer);
+      await reports;
+      running.delete(key);
+      runningByAttempt.delete(attempt);
+      if (controller.signal.aborted) {
+        // The gate has stopped listening (cancel, deadline), or another replica will get the resend.
+        log.info({ reason: String((controller.signal.reason as Error)?.message ?? controller.signal.reason) }, 'run ended without a reply');
+        return undefined;
+      }
+      const final = error ? errorEvent(parsed, error.thrown, opts.source) : finalEvent(parsed, produced, opts.source);
+      if (error) log.warn({ err: error.thrown }, 'handler threw; replying failed');
+      finished.set(key, final);
+      return final;
+    })();
+    const job: Running = { key, done, controller };
+    running.set(key, job);
+    runningByAttempt.set(attempt, key);
+    log.info({ event: key }, 'run started');
+    return job;
+  }
+
+  return {
+    submit(parsed, sendProgress) {
+      if (closed) return { type: 'skipped', reason: 'the hook is shutting down' };
+      const final = finished.get(parsed.key);
+      if (final) return { type: 'finished', final };
+      const job = running.get(parsed.key);
+      if (job) return { type: 'joined', job };
+      const why = cancelled.get(attemptKey(parsed));
+      if (why !== undefined) return { type: 'skipped', reason: `it was cancelled before it started (${why})` };
+      const started = start(parsed, sendProgress);
+      return typeof started === 'string' ? { type: 'skipped', reason: started } : { type: 'started', job: started };
+    },
+    cancel(parsed) {
+      const attempt = attemptKey(parsed);
+      const reason = parsed.data.reason ?? 'cancelled';
+      cancelled.set(attempt, reason);
+      const key = runningByAttempt.get(attempt);
+      const job = key === undefined ? undefined : running.get(key);
+      if (!job) return 'remembered';
+      job.controller.abort(new CancelledError(reason));
+      return 'aborted';
+    },
+    get running() {
+      return running.size;
+    },
+    async close() {
+      closed = true;
+      const jobs = [...running.values()];
+      for (const job of jobs) job.controller.abort(new Error('the hook is shutting down'));
+      await Promise.allSettled(jobs.map((j) => j.done));
+    },
+  };
+}

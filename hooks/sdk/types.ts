@@ -1,0 +1,72 @@
+// What a hook author works with: one typed request in, one outcome out. Everything about
+// CloudEvents, transports, dedupe and retries stays inside the SDK.
+import type { Logger } from 'pino';
+import type { OutgoingEvent } from '../../emitter/transport.ts';
+import type { Contribution, ContributionKind } from '../../gate/core/types.ts';
+
+export type { Contribution, ContributionKind };
+
+/** The Revision a request is about, as the gate saw it when it held the Revision. */
+export interface HookRevision {
+  namespace: string;
+  name: string;
+  /** Changes when a Revision of the same name is deleted and created again. */
+  uid: string;
+  service?: string;
+  configuration?: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** Container images, by digest when Knative resolved them. */
+  images: string[];
+}
+
+export interface HookRequest {
+  /** The PrestartHook this request is for. */
+  hook: string;
+  revision: HookRevision;
+  /** `spec.params` of the PrestartHook when the run started (never secrets: anyone who can read requests sees them). */
+  params: Record<string, unknown>;
+  /** 1 for the first run; grows only when an admin retries. */
+  attempt: number;
+  /** The gate stops waiting then; `ctx.signal` aborts at that moment. */
+  deadline: Date;
+  /** Contribution kinds the gate keeps; others are dropped with a note. */
+  allowedContributions: ContributionKind[];
+  /** The CloudEvent as received (source, id, traceparent, extensions). */
+  event: OutgoingEvent;
+}
+
+export interface HookContext {
+  /** Aborts when the gate cancels the request (reason: CancelledError) or the deadline passes (reason: DeadlineError). */
+  signal: AbortSignal;
+  /** Sends a non-final progress report (percent 0..100). Never rejects: a lost report only costs a status update. */
+  progress(percent: number, message?: string): Promise<void>;
+  logger: Logger;
+}
+
+export type HookOutcome =
+  | { succeeded: true; message?: string; contributions?: Contribution[] }
+  | { succeeded: false; message: string };
+
+export type HookHandler = (request: HookRequest, ctx: HookContext) => Promise<HookOutcome>;
+
+export function succeed(message?: string, contributions?: Contribution[]): HookOutcome {
+  const outcome: HookOutcome = { succeeded: true };
+  if (message !== undefined) outcome.message = message;
+  if (contributions !== undefined && contributions.length > 0) outcome.contributions = contributions;
+  return outcome;
+}
+
+export function fail(message: string): HookOutcome {
+  return { succeeded: false, message };
+}
+
+/** The reason of `ctx.signal` when the gate sent a cancel. */
+export class CancelledError extends Error {
+  override readonly name = 'CancelledError';
+}
+
+/** The reason of `ctx.signal` when the request's deadline passed. */
+export class DeadlineError extends Error {
+  override readonly name = 'DeadlineError';
+}

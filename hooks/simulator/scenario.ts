@@ -1,0 +1,88 @@
+// A made-up Revision held for one hook, taken through the gate's own core up to the moment it
+// sends the request: the request the hook gets is the one the gate would build.
+import { randomUUID } from 'node:crypto';
+import {
+  CANCEL_FINALIZER,
+  type ContributionKind,
+  decide,
+  HOLD_LABEL,
+  HOOKS_ANNOTATION,
+  type HookSnapshot,
+  type Observed,
+  type PrestartHook,
+  type PrestartRunView,
+  type RevisionView,
+} from '../../gate/core/index.ts';
+
+export const DEMO_NAMESPACE = 'demo';
+export const DEMO_REVISION = 'demo-00001';
+export const DEMO_IMAGE = `registry.example/demo/app@sha256:${'9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'}`;
+
+export interface ScenarioOptions {
+  hook: string;
+  /** The hook's URL, as delivery.url of its PrestartHook. */
+  url: string;
+  params?: Record<string, unknown>;
+  /** Extra annotations on the Revision. */
+  annotations?: Record<string, string>;
+  /** Contribution kinds the PrestartHook allows. Default all three. */
+  allowed?: ContributionKind[];
+  /** The PrestartHook's timeout. Default "10m". */
+  timeout?: string;
+  now?: Date;
+}
+
+export interface Scenario {
+  observed: Observed;
+  /** The run as the gate has written it when it sends the request. */
+  run: PrestartRunView;
+  send: { hook: HookSnapshot; attempt: number; deadline: string };
+}
+
+export function buildScenario(opts: ScenarioOptions): Scenario {
+  const now = opts.now ?? new Date();
+  const revision: RevisionView = {
+    namespace: DEMO_NAMESPACE,
+    name: DEMO_REVISION,
+    uid: randomUUID(),
+    service: 'demo',
+    configuration: 'demo',
+    labels: {
+      'serving.knative.dev/service': 'demo',
+      'serving.knative.dev/configuration': 'demo',
+      'serving.knative.dev/configurationGeneration': '1',
+      [HOLD_LABEL]: 'true',
+    },
+    annotations: { ...opts.annotations, [HOOKS_ANNOTATION]: JSON.stringify([opts.hook]) },
+    images: [DEMO_IMAGE],
+    createdAt: now,
+    deleting: false,
+    finalizers: [CANCEL_FINALIZER],
+  };
+  const hook: PrestartHook = {
+    name: opts.hook,
+    generation: 1,
+    spec: {
+      match: { annotation: { key: 'prestart.dev/demo' } },
+      order: 0,
+      timeout: opts.timeout ?? '10m',
+      failurePolicy: 'Fail',
+      resendInterval: '30s',
+      ...(opts.params ? { params: opts.params } : {}),
+      contributions: { allowed: opts.allowed ?? ['env', 'envFrom', 'volume'] },
+      delivery: { transport: 'http', url: opts.url },
+    },
+  };
+  const observed: Observed = { revision, hooks: new Map([[hook.name, hook]]), namedByTraffic: false, now };
+  const created = decide(observed).actions.find((a) => a.type === 'createRun');
+  if (created?.type !== 'createRun') throw new Error(`the gate would not start a run: ${JSON.stringify(decide(observed).actions)}`);
+  let run: PrestartRunView = { namespace: revision.namespace, name: revision.name, spec: created.spec, status: created.status };
+  const started = decide({ ...observed, run }).actions;
+  const update = started.find((a) => a.type === 'updateRunStatus');
+  const send = started.find((a) => a.type === 'sendRequest');
+  if (update?.type !== 'updateRunStatus' || send?.type !== 'sendRequest') {
+    throw new Error(`the gate would not send a request: ${JSON.stringify(started)}`);
+  }
+  run = { ...run, status: update.status };
+  return { observed: { ...observed, run }, run, send: { hook: send.hook, attempt: send.attempt, deadline: send.deadline } };
+}

@@ -1,0 +1,152 @@
+// revision.prestart.requested: built by the gate (start and cancel), read by hooks.
+import type { OutgoingEvent } from '../emitter/transport.ts';
+import type { HookSnapshot, RevisionView } from '../gate/core/types.ts';
+import {
+  DEFAULT_MAX_REQUEST_BYTES,
+  EXT_ATTEMPT,
+  EXT_CORRELATION_ID,
+  EXT_HOOK,
+  EXT_TRACEPARENT,
+  eventKey,
+  gateSource,
+  JSON_CONTENT_TYPE,
+  REQUESTED_TYPE,
+  revisionSubject,
+  SPEC_VERSION,
+} from './attributes.ts';
+import type { ContractError, ReceivedMessage } from './codec.ts';
+import { contractError, integerAttribute, jsonData, parseMessage } from './codec.ts';
+import type { KeyRing, RequestAction } from './correlation.ts';
+import { MAX_CORRELATION_ID_LENGTH, requestId } from './correlation.ts';
+import type { RequestedData } from './validate.ts';
+import { checkRequestedData } from './validate.ts';
+
+export interface BuildRequestedInput {
+  revision: Pick<RevisionView, 'namespace' | 'name' | 'uid' | 'service' | 'configuration' | 'labels' | 'annotations' | 'images'>;
+  hook: Pick<HookSnapshot, 'name' | 'params' | 'allowedContributions'>;
+  attempt: number;
+  /** When the attempt times out; required for action=start. */
+  deadline?: string | Date;
+  action: RequestAction;
+  /** Required for action=cancel. */
+  reason?: string;
+  /** Where an asynchronous reply should go, when the transport has no reply path of its own. */
+  replyTo?: string;
+  /** The gate's source URI; defaults to gateSource(revision.namespace). */
+  source?: string;
+  keys: KeyRing;
+  traceparent?: string;
+  /** The event's time; defaults to now. */
+  time?: Date;
+}
+
+/**
+ * The request (or cancel) for one hook and attempt. Throws when the result would not satisfy
+ * the schema: that is a bug in the caller, not something to send.
+ */
+export function buildRequested(input: BuildRequestedInput): OutgoingEvent {
+  const { revision, hook, attempt, action } = input;
+  const deadline = input.deadline instanceof Date ? input.deadline.toISOString() : input.deadline;
+  // Members in schema order, so the JSON reads top-down the way the schema documents it.
+  const data: RequestedData = {
+    action,
+    ...(input.reason === undefined ? {} : { reason: input.reason }),
+    revision: {
+      namespace: revision.namespace,
+      name: revision.name,
+      uid: revision.uid,
+      ...(revision.service === undefined ? {} : { service: revision.service }),
+      ...(revision.configuration === undefined ? {} : { configuration: revision.configuration }),
+      labels: { ...revision.labels },
+      annotations: { ...revision.annotations },
+      images: [...revision.images],
+    },
+    hook: { name: hook.name, params: hook.params ?? {} },
+    attempt,
+    ...(deadline === undefined ? {} : { deadline }),
+    ...(input.replyTo === undefined ? {} : { replyTo: input.replyTo }),
+    contributions: { allowed: [...hook.allowedContributions] },
+  };
+  const check = checkRequestedData(data);
+  if (!check.ok) throw new Error(`buildRequested: ${check.reason}`);
+
+  const event: OutgoingEvent = {
+    specversion: SPEC_VERSION,
+    id: requestId(revision.uid, hook.name, attempt, action),
+    source: input.source ?? gateSource(revision.namespace),
+    type: REQUESTED_TYPE,
+    subject: revisionSubject(revision.namespace, revision.name),
+    time: (input.time ?? new Date()).toISOString(),
+    datacontenttype: JSON_CONTENT_TYPE,
+    [EXT_HOOK]: hook.name,
+    [EXT_CORRELATION_ID]: input.keys.mint({
+      namespace: revision.namespace,
+      revision: revision.name,
+      revisionUID: revision.uid,
+      hook: hook.name,
+      attempt,
+    }),
+    [EXT_ATTEMPT]: attempt,
+    data,
+  };
+  if (input.traceparent !== undefined) event[EXT_TRACEPARENT] = input.traceparent;
+  return event;
+}
+
+/** A validated request as a hook sees it. */
+export interface ParsedRequest {
+  event: OutgoingEvent;
+  data: RequestedData;
+  /** Echo this as `replyid` on every reply. */
+  correlationid: string;
+  hook: string;
+  attempt: number;
+  subject?: string;
+  /** source#id: the same request delivered twice has the same key. */
+  key: string;
+}
+
+export type RequestedResult = { ok: true; request: ParsedRequest } | { ok: false; error: ContractError };
+
+/** Reads and validates a request (hook side). Hooks cannot verify the correlationid: only the gate holds the key. */
+export function parseRequested(message: ReceivedMessage, options: { maxBytes?: number } = {}): RequestedResult {
+  const parsed = parseMessage(message, { maxBytes: options.maxBytes ?? DEFAULT_MAX_REQUEST_BYTES });
+  if (!parsed.ok) return parsed;
+  const { event } = parsed;
+  if (event.type !== REQUESTED_TYPE) {
+    return fail(contractError('wrong-type', `type is "${event.type}", expected "${REQUESTED_TYPE}"`));
+  }
+  const correlationid = event[EXT_CORRELATION_ID];
+  if (typeof correlationid !== 'string' || correlationid.length === 0 || correlationid.length > MAX_CORRELATION_ID_LENGTH) {
+    return fail(contractError('malformed', `missing or oversized ${EXT_CORRELATION_ID} extension: a reply could not be correlated`));
+  }
+  const body = jsonData(event);
+  if (!body.ok) return fail(body.error);
+  const check = checkRequestedData(body.data);
+  if (!check.ok) return fail(contractError('invalid-data', check.reason));
+  const data = check.data;
+  const hook = event[EXT_HOOK];
+  if (hook !== undefined && hook !== data.hook.name) {
+    return fail(contractError('hook-mismatch', `${EXT_HOOK} "${String(hook)}" differs from data.hook.name "${data.hook.name}"`));
+  }
+  const attempt = event[EXT_ATTEMPT];
+  if (attempt !== undefined && integerAttribute(attempt) !== data.attempt) {
+    return fail(contractError('hook-mismatch', `${EXT_ATTEMPT} ${String(attempt)} differs from data.attempt ${data.attempt}`));
+  }
+  return {
+    ok: true,
+    request: {
+      event,
+      data,
+      correlationid,
+      hook: data.hook.name,
+      attempt: data.attempt,
+      ...(event.subject === undefined ? {} : { subject: event.subject }),
+      key: eventKey(event),
+    },
+  };
+}
+
+function fail(error: ContractError): RequestedResult {
+  return { ok: false, error };
+}

@@ -1,0 +1,66 @@
+// The one path every received completed event takes, whatever carried it: parse and verify with
+// the schemas' codec, then hand the verified reply to the gate. Bad input never reaches the gate.
+import type { Message } from '../emitter/transport.ts';
+import type { Reply } from '../gate/core/types.ts';
+import type { KeyRing } from '../schemas/index.ts';
+import { parseCompleted } from '../schemas/index.ts';
+import type { OnReply } from './types.ts';
+
+export type Handled =
+  | { outcome: 'applied' | 'duplicate'; reply: Reply }
+  | { outcome: 'rejected'; reply: Reply; reason: string }
+  /** Refused before the gate saw it; `status` is the HTTP status the schemas chose for it. */
+  | { outcome: 'invalid'; code: string; status: number; reason: string }
+  | { outcome: 'transient'; reply: Reply; error: Error };
+
+export interface HandleOptions {
+  keys: KeyRing;
+  maxBytes: number;
+  onReply: OnReply;
+}
+
+export async function handleCompleted(message: Message, opts: HandleOptions): Promise<Handled> {
+  const parsed = parseCompleted(message, { keys: opts.keys, maxBytes: opts.maxBytes });
+  if (!parsed.ok) return { outcome: 'invalid', ...parsed.error };
+  const reply = parsed.reply;
+  let disposition: Awaited<ReturnType<OnReply>>;
+  try {
+    disposition = await opts.onReply(reply);
+  } catch (err) {
+    return { outcome: 'transient', reply, error: err instanceof Error ? err : new Error(String(err)) };
+  }
+  switch (disposition.type) {
+    case 'applied':
+      return { outcome: 'applied', reply };
+    case 'duplicate':
+      return { outcome: 'duplicate', reply };
+    case 'rejected':
+      return { outcome: 'rejected', reply, reason: disposition.reason };
+  }
+}
+
+/** HTTP answer for a handled event. 2xx carry no body: Knative's filter forwards a 2xx body as a reply and answers 502 for anything that is not a CloudEvent. */
+export function httpAnswer(handled: Handled): { status: number; error?: string } {
+  switch (handled.outcome) {
+    case 'applied':
+    case 'duplicate':
+      // A duplicate must be 2xx too, or a Broker would keep redelivering it.
+      return { status: 202 };
+    case 'rejected':
+      return { status: 422, error: handled.reason };
+    case 'invalid':
+      return { status: handled.status >= 400 && handled.status < 500 ? handled.status : 400, error: handled.reason };
+    case 'transient':
+      return { status: 503, error: 'the reply could not be recorded now; send it again' };
+  }
+}
+
+/** Node's incoming headers as the single-valued lowercase map a Message holds. */
+export function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[key.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}

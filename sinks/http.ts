@@ -1,0 +1,90 @@
+// HTTP receiver for completed events: what hooks POST to directly (their replyTo) and what a
+// Knative Trigger delivers from the Broker (binary or structured mode, with the filter's extra
+// headers and extensions). The gate mounts the router on its own server.
+//
+// Answers: 202 with an EMPTY body once a reply is recorded or known to be a duplicate (a 2xx
+// body would be forwarded by Knative's filter as a reply, or turned into a 502); 4xx with a JSON
+// {error} for what no retry can fix (so Brokers stop retrying it); 503 for transient trouble
+// (so Brokers and hooks retry).
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import pino, { type Logger } from 'pino';
+import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
+import { flattenHeaders, type Handled, handleCompleted, httpAnswer } from './handle.ts';
+import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
+import type { OnReply } from './types.ts';
+
+export interface HttpSinkOptions {
+  keys: KeyRing;
+  onReply: OnReply;
+  /** Largest accepted body. Default 64 KiB. */
+  maxBytes?: number;
+  logger?: Logger;
+  /** Counters; pass `createSinkMetrics(gateRegistry)` to expose them with the gate's metrics. */
+  metrics?: SinkMetrics;
+}
+
+export const DEFAULT_SINK_MAX_BYTES = DEFAULT_MAX_REPLY_BYTES;
+/** Paths that take events: `/` for Trigger subscribers (uri: http://gate/), `/events` for hooks. */
+export const SINK_PATHS = ['/', '/events'];
+
+export function createSinkRouter(opts: HttpSinkOptions): Router {
+  const maxBytes = opts.maxBytes ?? DEFAULT_SINK_MAX_BYTES;
+  const log = opts.logger ?? pino({ name: 'http-sink' });
+  const metrics = opts.metrics ?? createSinkMetrics();
+  const router = express.Router();
+  // express.json() would skip application/cloudevents+json; every body is taken raw and the
+  // schemas' codec decides what it is.
+  const rawBody = express.raw({ type: () => true, limit: maxBytes });
+
+  router.get('/healthz', (_req, res) => {
+    res.status(200).type('text/plain').send('ok');
+  });
+
+  router.post(SINK_PATHS, rawBody, async (req: Request, res: Response) => {
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const message = { headers: flattenHeaders(req.headers), body };
+    const handled = await handleCompleted(message, { keys: opts.keys, maxBytes, onReply: opts.onReply });
+    countReply(metrics, 'http', handled.outcome);
+    logHandled(log, handled, req);
+    const answer = httpAnswer(handled);
+    if (answer.error === undefined) res.status(answer.status).end();
+    else res.status(answer.status).json({ error: answer.error });
+  });
+
+  // Body-parser refusals (too large, bad encoding, aborted) end here, never at the gate.
+  router.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    const e = err as { status?: number; statusCode?: number; type?: string; message?: string };
+    const status = e?.status ?? e?.statusCode;
+    if (typeof status !== 'number' || status < 400 || status >= 500) {
+      next(err);
+      return;
+    }
+    countReply(metrics, 'http', 'invalid');
+    const reason = e.type === 'entity.too.large' ? `the event is larger than the ${maxBytes}-byte limit` : (e.message ?? 'bad request');
+    log.warn({ path: req.path, status, reason, ceId: req.get('ce-id') }, 'completed event refused');
+    if (!res.headersSent) res.status(status).json({ error: reason });
+  });
+
+  return router;
+}
+
+function logHandled(log: Logger, handled: Handled, req: Request): void {
+  switch (handled.outcome) {
+    case 'applied':
+    case 'duplicate':
+      log.debug({ event: handled.reply.eventKey, hook: handled.reply.hook, outcome: handled.outcome }, 'completed event taken');
+      return;
+    case 'rejected':
+      log.warn({ event: handled.reply.eventKey, hook: handled.reply.hook, reason: handled.reason }, 'completed event rejected by the gate');
+      return;
+    case 'invalid':
+      log.warn({ path: req.path, code: handled.code, reason: handled.reason, ceId: req.get('ce-id') }, 'completed event refused');
+      return;
+    case 'transient':
+      log.error(
+        { event: handled.reply.eventKey, hook: handled.reply.hook, err: handled.error },
+        'completed event not recorded; sender should retry',
+      );
+      return;
+  }
+}

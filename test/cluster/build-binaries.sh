@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds the real control-plane binaries from Go modules at pinned versions and caches them
+# outside the repo, so a warm machine skips the build. Prints one clear line on failure.
+#
+#   test/cluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|nats]
+#
+# Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache="${KNATIVE_PRESTART_CACHE:-$HOME/.cache/knative-prestart}"
+work="$cache/build"
+mkdir -p "$work"
+
+die() { echo "build-binaries: $*" >&2; exit 1; }
+command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go >= 1.24 (https://go.dev/doc/install) and retry"
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+export CGO_ENABLED=0
+
+# Runs a build step; on failure shows the log tail and names the step, instead of a wall of output.
+step() {
+  local name="$1"; shift
+  local log="$work/$name.log"
+  echo "build-binaries: building $name ..." >&2
+  local t0=$SECONDS
+  if ! ( "$@" ) >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    die "building $name failed (full log: $log)"
+  fi
+  echo "build-binaries: $name built in $((SECONDS - t0))s" >&2
+}
+
+build_kubernetes() {
+  local out="$cache/bin/kubernetes-$KUBERNETES_VERSION"
+  [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ] && [ -x "$out/kube-scheduler" ] && [ -x "$out/kubectl" ] && return 0
+  local dir="$work/kubernetes-$KUBERNETES_VERSION"
+  mkdir -p "$dir" "$out"
+  local minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+  local staging="v0.${KUBERNETES_VERSION#v1.}"
+  (
+    cd "$dir"
+    [ -f go.mod ] || go mod init knative-prestart.local/kubernetes >/dev/null 2>&1
+    go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" >/dev/null
+    local modfile; modfile="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$KUBERNETES_VERSION.mod"
+    # k8s.io/kubernetes points its staging modules at ./staging; a consumer must point them at
+    # the published v0.X.Y modules instead, or nothing resolves.
+    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION"
+    grep -oE '^\s*k8s\.io/[a-z0-9-]+ => ./staging' "$modfile" | awk '{print $1}' | while read -r m; do
+      go mod edit -replace="$m=$m@$staging"
+    done
+    cat > tools.go <<GO
+//go:build tools
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    go mod tidy -e >/dev/null 2>&1 || true
+    local pkg=k8s.io/component-base/version
+    local ld="-s -w -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+    ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+      go build -tags tools -trimpath -ldflags "$ld" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+      mv "$out/$c.tmp" "$out/$c"
+    done
+  )
+}
+
+# A wrapper module that requires one module and builds one package of it.
+build_go_main() {
+  local name="$1" module="$2" version="$3" pkg="$4" bin="$5" ldflags="${6:-}"
+  local out="$cache/bin/$name-$version"
+  [ -x "$out/$bin" ] && return 0
+  local dir="$work/$name-$version"
+  mkdir -p "$dir" "$out"
+  (
+    cd "$dir"
+    [ -f go.mod ] || go mod init "knative-prestart.local/$name" >/dev/null 2>&1
+    go get "$module@$version" >/dev/null
+    printf '//go:build tools\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    go mod tidy -e >/dev/null 2>&1 || true
+    go build -tags tools -trimpath -ldflags "-s -w $ldflags" -o "$out/$bin.tmp" "$pkg"
+    mv "$out/$bin.tmp" "$out/$bin"
+  )
+}
+
+build_etcd() { build_go_main etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3 etcd; }
+build_kwok() {
+  build_go_main kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok kwok
+  # kwok moves nodes and pods through their lifecycle only by the Stage objects it is given:
+  # ship the module's own stages (nodes become Ready and keep a lease, pods become Ready,
+  # Job pods Succeed, deleted pods go away) next to the binary, from the same version.
+  local out="$cache/bin/kwok-$KWOK_VERSION"
+  [ -s "$out/stages.yaml" ] && return 0
+  local src; src="$(cd "$work/kwok-$KWOK_VERSION" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  local f
+  for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    echo "---"
+    cat "$src/kustomize/stage/$f.yaml"
+  done > "$out/stages.yaml.tmp"
+  mv "$out/stages.yaml.tmp" "$out/stages.yaml"
+}
+build_nats() { build_go_main nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" github.com/nats-io/nats-server/v2 nats-server; }
+build_knative_serving() {
+  local out="$cache/bin/knative-serving-$KNATIVE_SERVING_VERSION"
+  for c in controller webhook autoscaler-hpa; do
+    build_go_main knative-serving knative.dev/serving "$KNATIVE_SERVING_VERSION" "knative.dev/serving/cmd/$c" "$c"
+  done
+  # The CRDs and config maps are applied from the same module version.
+  local src; src="$(cd "$work/knative-serving-$KNATIVE_SERVING_VERSION" && go list -m -f '{{.Dir}}' knative.dev/serving)"
+  mkdir -p "$out/config"; cp -r "$src/config/core" "$out/config/" 2>/dev/null || true; chmod -R u+w "$out/config"
+}
+
+what="${1:-all}"
+case "$what" in
+  kubernetes) step kubernetes build_kubernetes ;;
+  etcd) step etcd build_etcd ;;
+  kwok) step kwok build_kwok ;;
+  nats) step nats-server build_nats ;;
+  knative-serving) step knative-serving build_knative_serving ;;
+  all)
+    step etcd build_etcd
+    step kwok build_kwok
+    step kubernetes build_kubernetes
+    ;;
+  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|nats)" ;;
+esac

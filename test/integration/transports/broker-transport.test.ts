@@ -1,0 +1,199 @@
+// The Broker transport against a real HTTP server standing in as the Broker ingress (the real
+// Broker is exercised end to end elsewhere): address lookup and caching, retries with backoff,
+// and a busy ingress that must not hold the gate.
+import test from 'ava';
+import express from 'express';
+import pino from 'pino';
+import { type BackgroundResult, createBrokerTransport } from '../../../emitter/broker.ts';
+import { type Transport, TransportError } from '../../../emitter/transport.ts';
+import type { HookDelivery } from '../../../gate/core/types.ts';
+import { freePorts } from '../../cluster/ports.ts';
+import { requestEvent } from './_events.ts';
+import { deferred, type Listening, listen } from './_server.ts';
+
+interface Hit {
+  at: number;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+const hits: Hit[] = [];
+const scripted = new Map<string, number[]>();
+/** Answers the busy ingress holds back, by CloudEvent id. */
+const held = new Map<string, () => void>();
+let ingress: Listening;
+const silent = pino({ level: 'silent' });
+
+test.before(async () => {
+  const app = express();
+  app.use(express.raw({ type: () => true }));
+  // /<namespace>/<broker>: the MT broker ingress path. Each path answers from its script, then 202.
+  app.post('/:ns/:name', (req, res) => {
+    hits.push({ at: Date.now(), path: req.path, headers: req.headers, body: Buffer.isBuffer(req.body) ? req.body.toString() : '' });
+    if (req.params.name.startsWith('busy')) {
+      // Like the InMemoryChannel: no answer until every subscriber answered.
+      held.set(String(req.headers['ce-id']), () => res.status(202).end());
+      return;
+    }
+    const status = scripted.get(req.path)?.shift() ?? 202;
+    if (status >= 400) res.status(status).type('text/plain').send(`status ${status} from ${req.path}`);
+    else res.status(status).end();
+  });
+  ingress = await listen(app);
+});
+
+test.after.always(async () => {
+  for (const answer of held.values()) answer();
+  await ingress?.close();
+});
+
+const hitsFor = (path: string) => hits.filter((h) => h.path === path);
+
+function brokerDelivery(name: string, url?: string): HookDelivery {
+  return {
+    transport: 'broker',
+    broker: { name, namespace: 'shop', subscriber: { uri: 'http://hook.shop.svc/' }, ...(url ? { url } : {}) },
+  };
+}
+
+function transportFor(extra: Parameters<typeof createBrokerTransport>[0] = {}): { transport: Transport; lookups: string[] } {
+  const lookups: string[] = [];
+  const transport = createBrokerTransport({
+    resolveBrokerUrl: async (ns, name) => {
+      lookups.push(`${ns}/${name}`);
+      return `${ingress.url}/${ns}/${name}`;
+    },
+    retry: { attempts: 4, baseDelayMs: 100, maxDelayMs: 1_000, maxElapsedMs: 10_000 },
+    logger: silent,
+    ...extra,
+  });
+  return { transport, lookups };
+}
+
+test('a request goes to the Broker’s ingress in binary mode and 202 means accepted', async (t) => {
+  const { transport, lookups } = transportFor();
+  const event = requestEvent();
+  t.deepEqual(await transport.send(event, brokerDelivery('plain'), 'db-migrate'), { type: 'accepted' });
+  const [hit] = hitsFor('/shop/plain');
+  t.is(hit?.headers['ce-id'], event.id);
+  t.is(hit?.headers['ce-type'], 'revision.prestart.requested');
+  t.is(JSON.parse(hit?.body ?? '{}').revision.name, 'web-00002');
+  t.deepEqual(lookups, ['shop/plain']);
+  await transport.close();
+});
+
+test('the resolved address is cached across sends', async (t) => {
+  const { transport, lookups } = transportFor();
+  await transport.send(requestEvent(), brokerDelivery('cached'), 'db-migrate');
+  await transport.send(requestEvent({ attempt: 2 }), brokerDelivery('cached'), 'db-migrate');
+  t.is(hitsFor('/shop/cached').length, 2);
+  t.deepEqual(lookups, ['shop/cached']);
+  await transport.close();
+});
+
+test('delivery.broker.url is used as given, without a lookup', async (t) => {
+  const { transport, lookups } = transportFor();
+  await transport.send(requestEvent(), brokerDelivery('ignored', `${ingress.url}/shop/explicit`), 'db-migrate');
+  t.is(hitsFor('/shop/explicit').length, 1);
+  t.deepEqual(lookups, []);
+  await transport.close();
+});
+
+test('503s are retried with growing, jittered pauses until the ingress takes the request', async (t) => {
+  scripted.set('/shop/flaky', [503, 503]);
+  const { transport } = transportFor();
+  t.deepEqual(await transport.send(requestEvent(), brokerDelivery('flaky'), 'db-migrate'), { type: 'accepted' });
+  const tries = hitsFor('/shop/flaky');
+  t.is(tries.length, 3);
+  const [a, b, c] = tries.map((h) => h.at) as [number, number, number];
+  // base 100 ms: the first pause is 50-100 ms, the second 100-200 ms.
+  t.true(b - a >= 45, `first pause ${b - a} ms`);
+  t.true(c - b >= 95, `second pause ${c - b} ms`);
+  t.is(new Set(tries.map((h) => h.headers['ce-id'])).size, 1, 'every try carries the same CloudEvent id');
+  await transport.close();
+});
+
+test('a 404 drops the cached address and looks it up again before the retry', async (t) => {
+  scripted.set('/shop/moved', [404]);
+  const { transport, lookups } = transportFor();
+  await transport.send(requestEvent(), brokerDelivery('moved'), 'db-migrate');
+  t.deepEqual(lookups, ['shop/moved', 'shop/moved']);
+  t.is(hitsFor('/shop/moved').length, 2);
+  await transport.close();
+});
+
+test('retries are bounded: a Broker that keeps failing gives a retriable error after the last try', async (t) => {
+  scripted.set('/shop/broken', [500, 500, 500, 500, 500]);
+  const { transport } = transportFor({ retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 100, maxElapsedMs: 5_000 } });
+  const err = await t.throwsAsync(transport.send(requestEvent(), brokerDelivery('broken'), 'db-migrate'), { instanceOf: TransportError });
+  t.true(err?.retriable);
+  t.regex(err?.message ?? '', /500/);
+  t.regex(err?.message ?? '', /gave up after 3 tries/);
+  t.is(hitsFor('/shop/broken').length, 3);
+  await transport.close();
+});
+
+test('a 400 from the ingress is not retried', async (t) => {
+  scripted.set('/shop/refuses', [400]);
+  const { transport } = transportFor();
+  const err = await t.throwsAsync(transport.send(requestEvent(), brokerDelivery('refuses'), 'db-migrate'), { instanceOf: TransportError });
+  t.false(err?.retriable);
+  t.regex(err?.message ?? '', /400: status 400 from \/shop\/refuses/);
+  t.is(hitsFor('/shop/refuses').length, 1);
+  await transport.close();
+});
+
+test('a busy ingress (synchronous fan-out) does not hold the gate, and its late answer is still read', async (t) => {
+  const late = deferred<BackgroundResult>();
+  const { transport } = transportFor({ responseTimeoutMs: 200, onBackgroundResult: (r) => late.resolve(r) });
+  const event = requestEvent();
+  const started = Date.now();
+  const outcome = await transport.send(event, brokerDelivery('busy'), 'db-migrate');
+  const elapsed = Date.now() - started;
+  t.deepEqual(outcome, { type: 'accepted' });
+  t.true(elapsed < 2_000, `send took ${elapsed} ms`);
+  // The ingress has the whole request although it has not answered.
+  const [hit] = hitsFor('/shop/busy');
+  t.is(hit?.headers['ce-id'], event.id);
+  t.is(JSON.parse(hit?.body ?? '{}').hook.name, 'db-migrate');
+  // The connection was left open: when the subscribers are done the ingress's 202 arrives.
+  held.get(event.id)?.();
+  t.like(await late.promise, { status: 202, eventId: event.id, hook: 'db-migrate' });
+  await transport.close();
+});
+
+test('close() ends requests still open in the background', async (t) => {
+  const ended = deferred<BackgroundResult>();
+  const { transport } = transportFor({ responseTimeoutMs: 100, onBackgroundResult: (r) => ended.resolve(r) });
+  await transport.send(requestEvent({ hook: 'slow-hook' }), brokerDelivery('busy-closing'), 'slow-hook');
+  await transport.close();
+  const result = await ended.promise;
+  t.is(result.status, undefined);
+  t.regex(result.error ?? '', /closed/);
+});
+
+test('an ingress that refuses connections is retried, then reported as retriable', async (t) => {
+  const [port] = await freePorts(1);
+  const { transport } = transportFor({ retry: { attempts: 2, baseDelayMs: 10, maxDelayMs: 20, maxElapsedMs: 1_000 } });
+  const err = await t.throwsAsync(transport.send(requestEvent(), brokerDelivery('x', `http://127.0.0.1:${port}/shop/x`), 'db-migrate'), {
+    instanceOf: TransportError,
+  });
+  t.true(err?.retriable);
+  t.regex(err?.message ?? '', /ECONNREFUSED/);
+  await transport.close();
+});
+
+test('a lookup that fails (Broker not ready) is retriable and says so', async (t) => {
+  const transport = createBrokerTransport({
+    resolveBrokerUrl: async (ns, name) => {
+      throw new TransportError(`Broker ${ns}/${name} has no status.address.url yet (is it Ready?)`, true);
+    },
+    retry: { attempts: 2, baseDelayMs: 10, maxDelayMs: 20, maxElapsedMs: 1_000 },
+    logger: silent,
+  });
+  const err = await t.throwsAsync(transport.send(requestEvent(), brokerDelivery('unready'), 'db-migrate'), { instanceOf: TransportError });
+  t.true(err?.retriable);
+  t.regex(err?.message ?? '', /no status\.address\.url yet/);
+  await transport.close();
+});

@@ -1,0 +1,164 @@
+// Small fixture builders for the core's plain data, plus a fold that applies a decision's actions
+// to the observation the way the shell would (status writes, label and annotation changes).
+import type { ExecutionContext } from 'ava';
+import { decide } from '../../../gate/core/decide.ts';
+import { applyReply } from '../../../gate/core/reply.ts';
+import type {
+  Action,
+  ContributionKind,
+  Decision,
+  FailurePolicy,
+  Observed,
+  PrestartHook,
+  PrestartHookSpec,
+  PrestartRunView,
+  Reply,
+  RevisionView,
+} from '../../../gate/core/types.ts';
+import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../gate/core/types.ts';
+
+export const T0 = new Date('2025-01-01T00:00:00.000Z');
+export const at = (seconds: number): Date => new Date(T0.getTime() + seconds * 1000);
+
+export function hook(name: string, spec: Partial<PrestartHookSpec> & { allowed?: ContributionKind[] } = {}): PrestartHook {
+  const { allowed, ...rest } = spec;
+  return {
+    name,
+    generation: 1,
+    spec: {
+      match: {},
+      order: 0,
+      timeout: '60s',
+      failurePolicy: 'Fail' as FailurePolicy,
+      resendInterval: '20s',
+      delivery: { transport: 'http', url: `http://127.0.0.1:9/${name}` },
+      ...(allowed ? { contributions: { allowed } } : {}),
+      ...rest,
+    },
+  };
+}
+
+export function revision(overrides: Partial<RevisionView> = {}): RevisionView {
+  return {
+    namespace: 'team-a',
+    name: 'hello-00001',
+    uid: 'uid-1',
+    configuration: 'hello',
+    service: 'hello',
+    labels: {},
+    annotations: {},
+    images: ['dev.local/hello@sha256:0000'],
+    createdAt: T0,
+    deleting: false,
+    finalizers: [],
+    ...overrides,
+  };
+}
+
+/** A Revision as the stamping webhook leaves it when `names` apply. */
+export function heldRevision(names: string[], overrides: Partial<RevisionView> = {}): RevisionView {
+  return revision({
+    labels: { [HOLD_LABEL]: 'true' },
+    annotations: { [HOOKS_ANNOTATION]: JSON.stringify(names) },
+    finalizers: [CANCEL_FINALIZER],
+    ...overrides,
+  });
+}
+
+export function observed(rev: RevisionView, hooks: PrestartHook[], overrides: Partial<Observed> = {}): Observed {
+  return {
+    revision: rev,
+    hooks: new Map(hooks.map((h) => [h.name, h])),
+    namedByTraffic: false,
+    now: T0,
+    ...overrides,
+  };
+}
+
+/** Applies the actions as the shell would; sends and events change nothing observable here. */
+export function apply(o: Observed, actions: readonly Action[]): Observed {
+  let revision = o.revision;
+  let run = o.run;
+  for (const action of actions) {
+    switch (action.type) {
+      case 'createRun':
+        run = { namespace: revision.namespace, name: revision.name, spec: action.spec, status: action.status };
+        break;
+      case 'updateRunStatus':
+        if (!run) throw new Error('updateRunStatus without a run');
+        run = { ...run, status: action.status };
+        break;
+      case 'release': {
+        const labels = { ...revision.labels };
+        delete labels[HOLD_LABEL];
+        if (action.inject) labels[INJECT_LABEL] = 'true';
+        revision = { ...revision, labels, finalizers: revision.finalizers.filter((f) => f !== CANCEL_FINALIZER) };
+        break;
+      }
+      case 'setHoldReason': {
+        const annotations = { ...revision.annotations };
+        if (action.reason === undefined) delete annotations[REASON_ANNOTATION];
+        else annotations[REASON_ANNOTATION] = action.reason;
+        revision = { ...revision, annotations };
+        break;
+      }
+      case 'removeFinalizer':
+        revision = { ...revision, finalizers: revision.finalizers.filter((f) => f !== CANCEL_FINALIZER) };
+        break;
+      case 'sendRequest':
+      case 'sendCancel':
+      case 'recordEvent':
+        break;
+    }
+  }
+  return run ? { ...o, revision, run } : { ...o, revision };
+}
+
+export function ofType<T extends Action['type']>(d: Decision, type: T): Extract<Action, { type: T }>[] {
+  return d.actions.filter((a): a is Extract<Action, { type: T }> => a.type === type);
+}
+
+export function types(d: Decision): string[] {
+  return d.actions.map((a) => (a.type === 'recordEvent' ? `event:${a.eventType}:${a.reason}` : a.type));
+}
+
+export function hookPhases(o: Observed): Record<string, string> {
+  return Object.fromEntries((o.run?.status?.hooks ?? []).map((h) => [h.name, h.phase]));
+}
+
+export function reply(run: PrestartRunView, hookName: string, overrides: Partial<Reply> = {}): Reply {
+  const current = run.status?.hooks.find((h) => h.name === hookName);
+  return {
+    namespace: run.namespace,
+    revision: run.name,
+    revisionUID: run.spec.revisionUID,
+    hook: hookName,
+    attempt: current?.attempt ?? 1,
+    outcome: 'succeeded',
+    eventKey: `test/${hookName}`,
+    ...overrides,
+  };
+}
+
+/** Writes a reply's status into the observation, as the sink's state update would. */
+export function withStatus(o: Observed, status: NonNullable<PrestartRunView['status']>): Observed {
+  if (!o.run) throw new Error('no run');
+  return { ...o, run: { ...o.run, status } };
+}
+
+/** Applies a reply from `hookName` through applyReply and writes the resulting status, as the sink would. */
+export function answer(o: Observed, hookName: string, overrides: Partial<Reply> = {}): Observed {
+  if (!o.run) throw new Error('no run');
+  const result = applyReply(o.run, reply(o.run, hookName, overrides), o.now);
+  if (result.type !== 'applied' && result.type !== 'progress') throw new Error(`reply not applied: ${JSON.stringify(result)}`);
+  return withStatus(o, result.status);
+}
+
+/** decide + apply at `now` (default: the observation's), asserting that deciding again on the applied state does nothing. */
+export function step(t: ExecutionContext, o: Observed, now?: Date): { decision: Decision; next: Observed } {
+  const current = now ? { ...o, now } : o;
+  const decision = decide(current);
+  const next = apply(current, decision.actions);
+  t.deepEqual(decide(next).actions, [], 'deciding again on the applied state returns no actions');
+  return { decision, next };
+}

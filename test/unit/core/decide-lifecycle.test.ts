@@ -1,0 +1,175 @@
+import test from 'ava';
+import { decide, FOREIGN_RUN_REQUEUE_MS } from '../../../gate/core/decide.ts';
+import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../gate/core/types.ts';
+import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, revision, step, types } from './_builders.ts';
+
+test('an unheld Revision without a run is never touched', (t) => {
+  t.deepEqual(decide(observed(revision(), [hook('db')])), { actions: [] });
+});
+
+test('a held Revision gets a run with snapshots of its hooks, all Pending, and nothing else', (t) => {
+  const o = observed(heldRevision(['db', 'cache']), [hook('db', { timeout: '2m' }), hook('cache')]);
+  const d = decide(o);
+  t.deepEqual(types(d), ['createRun']);
+  const [create] = ofType(d, 'createRun');
+  t.is(create?.spec.revisionUID, 'uid-1');
+  t.deepEqual(
+    create?.spec.hooks.map((h) => [h.name, h.timeoutSeconds]),
+    [
+      ['db', 120],
+      ['cache', 60],
+    ],
+  );
+  t.is(create?.status.phase, 'Pending');
+  t.deepEqual(
+    create?.status.hooks.map((h) => [h.name, h.phase, h.attempt]),
+    [
+      ['db', 'Pending', 1],
+      ['cache', 'Pending', 1],
+    ],
+  );
+  t.is(create?.status.summary, '0/2');
+});
+
+test('the whole way: create, request, reply, release', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions); // creating the run is all the first decision does
+
+  const requested = step(t, o);
+  t.deepEqual(types(requested.decision), ['updateRunStatus', 'sendRequest']);
+  o = requested.next;
+  t.deepEqual(hookPhases(o), { db: 'Requested' });
+  t.is(o.run?.status?.phase, 'Running');
+
+  o = answer({ ...o, now: at(5) }, 'db', { message: 'database ready' });
+  const released = step(t, o);
+  t.deepEqual(types(released.decision), ['release', 'updateRunStatus', 'event:Normal:Released']);
+  t.deepEqual(ofType(released.decision, 'release'), [{ type: 'release', inject: false }]);
+  o = released.next;
+  const status = o.run?.status;
+  t.is(status?.phase, 'Released');
+  t.is(status?.releasedAt, at(5).toISOString());
+  t.is(status?.summary, '1/1');
+  t.like(
+    status?.conditions.find((c) => c.type === 'Ready'),
+    { status: 'True', reason: 'Released' },
+  );
+  t.false(HOLD_LABEL in o.revision.labels);
+  t.false(o.revision.finalizers.includes(CANCEL_FINALIZER));
+});
+
+test('a hook that contributed bindings makes the release add the inject label', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db', { allowed: ['envFrom'] })]);
+  o = apply(o, decide(o).actions);
+  o = apply(o, decide(o).actions);
+  o = answer(o, 'db', { contributions: [{ name: 'db', secretName: 'db-credentials', as: 'envFrom' }] });
+  const d = decide(o);
+  t.deepEqual(ofType(d, 'release'), [{ type: 'release', inject: true }]);
+  t.is(apply(o, d.actions).revision.labels[INJECT_LABEL], 'true');
+});
+
+test('a crash between label removal and status write is finished on the unheld Revision', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions);
+  o = apply(o, decide(o).actions);
+  o = answer(o, 'db');
+  const d = decide(o);
+  const onlyRelease = d.actions.filter((a) => a.type === 'release');
+  o = apply(o, onlyRelease); // the status write never happened
+  t.is(o.run?.status?.phase, 'Running');
+  const finish = step(t, { ...o, now: at(30) });
+  t.deepEqual(types(finish.decision), ['updateRunStatus', 'event:Normal:Released']);
+  t.is(finish.next.run?.status?.phase, 'Released');
+});
+
+test('an unheld Revision whose run is still unfinished is left alone', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions);
+  o = apply(o, decide(o).actions);
+  const unheld = { ...o, revision: { ...o.revision, labels: {} } };
+  t.deepEqual(decide(unheld).actions, []);
+  t.deepEqual(decide({ ...unheld, now: at(3600) }).actions, [], 'not even its deadlines are enforced');
+});
+
+test('a held Revision whose run says Released is released again (stale cache)', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions);
+  o = apply(o, decide(o).actions);
+  o = answer(o, 'db');
+  o = apply(o, decide(o).actions);
+  const stale = { ...o, revision: heldRevision(['db']) };
+  t.deepEqual(decide(stale).actions, [{ type: 'release', inject: false }]);
+});
+
+test('a named hook that does not exist fails the run closed, and nothing is sent', (t) => {
+  let o = observed(heldRevision(['db', 'ghost']), [hook('db')]);
+  const created = decide(o);
+  t.like(ofType(created, 'createRun')[0]?.status.hooks[1], {
+    name: 'ghost',
+    phase: 'Failed',
+    message: 'PrestartHook ghost not found',
+  });
+  t.deepEqual(
+    ofType(created, 'createRun')[0]?.spec.hooks.map((h) => h.name),
+    ['db'],
+  );
+  o = apply(o, created.actions);
+  const failed = step(t, o);
+  t.deepEqual(types(failed.decision), ['updateRunStatus', 'setHoldReason', 'event:Warning:HookFailed']);
+  t.is(failed.next.run?.status?.phase, 'Failed');
+  t.regex(
+    failed.next.revision.annotations[REASON_ANNOTATION] ?? '',
+    /hook ghost failed: PrestartHook ghost not found; start over: kubectl delete prestartrun hello-00001 -n team-a/,
+  );
+});
+
+test('a hook with an invalid spec fails the run closed', (t) => {
+  const o = observed(heldRevision(['db']), [hook('db', { timeout: 'forever' })]);
+  const [create] = ofType(decide(o), 'createRun');
+  t.deepEqual(create?.spec.hooks, []);
+  t.like(create?.status.hooks[0], { name: 'db', phase: 'Failed' });
+  t.regex(create?.status.hooks[0]?.message ?? '', /PrestartHook db is invalid: timeout/);
+});
+
+test('a held Revision with a malformed hook list stays held and says why, once', (t) => {
+  const rev = heldRevision([], { annotations: { [HOOKS_ANNOTATION]: 'db,cache' } });
+  const { decision, next } = step(t, observed(rev, [hook('db')]));
+  t.deepEqual(types(decision), ['setHoldReason', 'event:Warning:InvalidHooksAnnotation']);
+  t.regex(next.revision.annotations[REASON_ANNOTATION] ?? '', /not a JSON list/);
+  t.is(next.run, undefined);
+
+  const missing = heldRevision([], { annotations: {} });
+  t.regex(ofType(decide(observed(missing, [])), 'setHoldReason')[0]?.reason ?? '', /annotation is missing/);
+});
+
+test('a run whose status was never written gets one rebuilt from its spec', (t) => {
+  let o = observed(heldRevision(['db', 'ghost']), [hook('db')]);
+  const [create] = ofType(decide(o), 'createRun');
+  if (!create) throw new Error('no createRun');
+  o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', spec: create.spec } };
+  const d = decide(o);
+  const [update] = ofType(d, 'updateRunStatus');
+  t.deepEqual(
+    update?.status.hooks.map((h) => [h.name, h.phase]),
+    [
+      ['db', 'Pending'],
+      ['ghost', 'Failed'],
+    ],
+    'the missing hook is still failed: the run does not fail open',
+  );
+  t.is(update?.status.phase, 'Failed');
+});
+
+test('a run left over from an older Revision with the same name is not used', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions);
+  const recreated = { ...o, revision: { ...o.revision, uid: 'uid-2' } };
+  t.deepEqual(decide(recreated), { actions: [], requeueAfterMs: FOREIGN_RUN_REQUEUE_MS });
+});
+
+test('a held Revision with an empty hook list is released at once', (t) => {
+  let o = observed(heldRevision([]), []);
+  o = apply(o, decide(o).actions);
+  const d = decide(o);
+  t.deepEqual(types(d), ['release', 'updateRunStatus', 'event:Normal:Released']);
+});

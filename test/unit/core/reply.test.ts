@@ -1,0 +1,147 @@
+import test from 'ava';
+import { decide } from '../../../gate/core/decide.ts';
+import { applyReply } from '../../../gate/core/reply.ts';
+import type { PrestartRunStatus, PrestartRunView, ReplyResult } from '../../../gate/core/types.ts';
+import { apply, at, heldRevision, hook, observed, reply } from './_builders.ts';
+
+/** A run with db (and cache) Requested at attempt 1. */
+function requestedRun(hooks = [hook('db', { allowed: ['env', 'volume'] }), hook('cache')]): PrestartRunView {
+  let o = observed(heldRevision(hooks.map((h) => h.name)), hooks);
+  o = apply(o, decide(o).actions);
+  o = apply(o, decide(o).actions);
+  if (!o.run) throw new Error('no run');
+  return o.run;
+}
+
+function statusOf(result: ReplyResult): PrestartRunStatus {
+  if (result.type !== 'applied' && result.type !== 'progress') throw new Error(JSON.stringify(result));
+  return result.status;
+}
+
+const withRunStatus = (run: PrestartRunView, status: PrestartRunStatus): PrestartRunView => ({ ...run, status });
+
+test('a success marks the hook Succeeded and leaves the run phase to decide()', (t) => {
+  const run = requestedRun();
+  const result = applyReply(run, reply(run, 'db', { message: 'created database shop' }), at(3));
+  t.is(result.type, 'applied');
+  const status = statusOf(result);
+  t.like(status.hooks[0], {
+    name: 'db',
+    phase: 'Succeeded',
+    attempt: 1,
+    answeredAt: at(3).toISOString(),
+    message: 'created database shop',
+    requestedAt: at(0).toISOString(),
+  });
+  t.like(status.hooks[1], { name: 'cache', phase: 'Requested' });
+  t.is(status.summary, '1/2');
+  t.is(status.phase, 'Running');
+});
+
+test('a failure keeps its message and drops any contributions', (t) => {
+  const run = requestedRun();
+  const status = statusOf(
+    applyReply(
+      run,
+      reply(run, 'db', {
+        outcome: 'failed',
+        message: 'quota\nexceeded',
+        contributions: [{ name: 'db', secretName: 'db', as: 'env', env: { A: 'a' } }],
+      }),
+      at(1),
+    ),
+  );
+  t.like(status.hooks[0], { phase: 'Failed', message: 'quota exceeded' });
+  t.is(status.hooks[0]?.contributions, undefined);
+});
+
+test('the same reply twice is a duplicate', (t) => {
+  const run = requestedRun();
+  const r = reply(run, 'db');
+  const after = withRunStatus(run, statusOf(applyReply(run, r, at(1))));
+  t.deepEqual(applyReply(after, r, at(2)), { type: 'duplicate' });
+  t.deepEqual(applyReply(after, { ...r, eventKey: 'other/id' }, at(2)), { type: 'duplicate' });
+});
+
+test('a reply with the other outcome after the hook finished is rejected', (t) => {
+  const run = requestedRun();
+  const after = withRunStatus(run, statusOf(applyReply(run, reply(run, 'db'), at(1))));
+  const result = applyReply(after, reply(after, 'db', { outcome: 'failed' }), at(2));
+  t.like(result, { type: 'rejected', permanent: true });
+  t.regex((result as { reason: string }).reason, /already Succeeded/);
+  t.like(applyReply(after, reply(after, 'db', { outcome: 'progress', message: 'late' }), at(2)), { type: 'rejected' });
+});
+
+test('stale, future and unknown replies are rejected', (t) => {
+  const run = requestedRun();
+  const retried: PrestartRunView = withRunStatus(run, {
+    ...(run.status as PrestartRunStatus),
+    hooks: (run.status as PrestartRunStatus).hooks.map((h) => (h.name === 'db' ? { ...h, attempt: 2 } : h)),
+  });
+  const reason = (r: ReplyResult) => (r.type === 'rejected' ? r.reason : `not rejected: ${r.type}`);
+  t.regex(reason(applyReply(retried, reply(retried, 'db', { attempt: 1 }), at(1))), /stale attempt 1/);
+  t.regex(reason(applyReply(run, reply(run, 'db', { attempt: 2 }), at(1))), /never requested/);
+  t.regex(reason(applyReply(run, reply(run, 'nope'), at(1))), /unknown hook nope/);
+  t.regex(reason(applyReply(run, reply(run, 'db', { revisionUID: 'uid-other' }), at(1))), /revision UID/);
+  t.regex(reason(applyReply(run, reply(run, 'db', { revision: 'hello-00009' }), at(1))), /does not belong/);
+});
+
+test('a reply for a hook that is no longer waiting is rejected', (t) => {
+  const run = requestedRun();
+  const status = run.status as PrestartRunStatus;
+  for (const phase of ['Cancelled', 'TimedOut'] as const) {
+    const moved = withRunStatus(run, { ...status, hooks: status.hooks.map((h) => ({ ...h, phase })) });
+    t.like(applyReply(moved, reply(moved, 'db'), at(1)), { type: 'rejected', permanent: true });
+  }
+});
+
+test('a progress report updates message and progress and keeps the hook Requested', (t) => {
+  const run = requestedRun();
+  const r = reply(run, 'db', { outcome: 'progress', message: 'restoring snapshot', progress: 40 });
+  const result = applyReply(run, r, at(1));
+  t.is(result.type, 'progress');
+  const status = statusOf(result);
+  t.like(status.hooks[0], { phase: 'Requested', message: 'restoring snapshot', progress: 40 });
+  t.deepEqual(applyReply(withRunStatus(run, status), r, at(2)), { type: 'duplicate' });
+});
+
+test('only allowed and well-formed contributions are kept; the rest are named in the message', (t) => {
+  const run = requestedRun();
+  const status = statusOf(
+    applyReply(
+      run,
+      reply(run, 'db', {
+        message: 'ok',
+        contributions: [
+          { name: 'db', secretName: 'db-credentials', as: 'env', env: { DB_URL: 'url', DB_PASSWORD: 'password' } },
+          { name: 'files', secretName: 'db-tls', as: 'volume' },
+          { name: 'all', secretName: 'db-credentials', as: 'envFrom' },
+          { name: 'bad', secretName: 'Not_A_Name', as: 'volume' },
+          { name: 'db', secretName: 'other', as: 'volume' },
+          { name: 'Upper', secretName: 'x', as: 'volume' },
+          { name: 'noenv', secretName: 'x', as: 'env' },
+        ],
+      }),
+      at(1),
+    ),
+  );
+  const hookStatus = status.hooks[0];
+  t.deepEqual(
+    hookStatus?.contributions?.map((c) => c.name),
+    ['db', 'files'],
+  );
+  const message = hookStatus?.message ?? '';
+  t.true(message.startsWith('ok; dropped contributions: '), message);
+  t.regex(message, /all: kind envFrom not allowed \(allowed: env, volume\)/);
+  t.regex(message, /bad: secretName must be a DNS-1123 subdomain/);
+  t.regex(message, /db: duplicate name/);
+  t.regex(message, /Upper: name must be a DNS-1123 label/);
+  t.regex(message, /noenv: as=env needs a non-empty env map/);
+});
+
+test('a hook that may not contribute anything has every contribution dropped', (t) => {
+  const run = requestedRun();
+  const status = statusOf(applyReply(run, reply(run, 'cache', { contributions: [{ name: 'c', secretName: 'c', as: 'envFrom' }] }), at(1)));
+  t.is(status.hooks[1]?.contributions, undefined);
+  t.regex(status.hooks[1]?.message ?? '', /kind envFrom not allowed \(allowed: none\)/);
+});

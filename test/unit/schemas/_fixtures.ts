@@ -1,0 +1,32 @@
+// Inputs shared by the schema tests: one Revision, one hook, one key ring.
+import type { HookSnapshot, RevisionView } from '../../../gate/core/types.ts';
+import { KeyRing } from '../../../schemas/contract.ts';
+
+export const keys = KeyRing.fromHex('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f');
+
+export const revision: RevisionView = {
+  namespace: 'shop',
+  name: 'checkout-00002',
+  uid: '5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e',
+  service: 'checkout',
+  configuration: 'checkout',
+  labels: { 'serving.knative.dev/service': 'checkout', 'prestart.dev/hold': 'true' },
+  annotations: { 'prestart.dev/hooks': '["db-migrate"]' },
+  images: ['registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae'],
+  createdAt: new Date('2025-06-01T11:59:00Z'),
+  deleting: false,
+  finalizers: ['prestart.dev/cancel-hooks'],
+};
+
+export const hook: HookSnapshot = {
+  name: 'db-migrate',
+  order: 0,
+  timeoutSeconds: 600,
+  resendIntervalSeconds: 60,
+  failurePolicy: 'Fail',
+  allowedContributions: ['env', 'volume'],
+  delivery: { transport: 'http', url: 'http://db-migrate.shop.svc.cluster.local' },
+  params: { database: 'orders' },
+};
+
+export const deadline = '2025-06-01T12:10:00.000Z';
