@@ -4,9 +4,10 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
+import { registerHookCommands } from '../hooks/cli.ts';
+import { registerTriggersCommand } from '../triggers/cli.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { startGate } from './gate.ts';
-import { registerTriggersCommand } from '../triggers/cli.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);
@@ -33,6 +34,7 @@ export function buildCli(): Command {
     .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
+    .option('--lease-duration <seconds>', "how long a dead leader's lease blocks a successor", int, 15)
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (opts: Record<string, string | number | undefined>) => {
       const log = pino({ name: 'knative-prestart-gate', level: String(opts.logLevel) });
@@ -49,6 +51,7 @@ export function buildCli(): Command {
       process.once('SIGTERM', () => void shutdown('SIGTERM'));
     });
   registerTriggersCommand(program);
+  registerHookCommands(program);
   return program;
 }
 
@@ -77,6 +80,7 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     source: DEFAULTS.source,
     nats: o.nats === undefined ? undefined : { servers: String(o.nats) },
     workers: Number(o.workers),
+    leaseSeconds: Number(o.leaseDuration),
   };
 }
 

@@ -33,6 +33,8 @@ export interface GateConfig {
   nats?: { servers: string };
   broker?: { defaultNamespace?: string };
   workers: number;
+  /** How long a dead leader's lease blocks a successor. */
+  leaseSeconds?: number;
 }
 
 export const DEFAULTS = {

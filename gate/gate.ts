@@ -112,6 +112,8 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
       namespace: config.namespace,
       name: `knative-prestart-gate-${config.instance}`,
       identity: config.identity,
+      leaseSeconds: config.leaseSeconds,
+      renewSeconds: config.leaseSeconds ? Math.max(1, Math.floor(config.leaseSeconds / 3)) : undefined,
       onStartedLeading: () => controller.start(),
       onStoppedLeading: () => {
         // A controller cannot be restarted after its queue shut down: the next term gets a new one.

@@ -21,15 +21,16 @@ const seconds = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)}
 const signalExitCode = (signal: NodeJS.Signals) => 128 + constants.signals[signal];
 
 let cluster: Cluster | undefined;
-let ava: ChildProcess | undefined;
+/** The child running now (the build, then ava): a signal is passed on to it. */
+let running: ChildProcess | undefined;
 let interrupted: NodeJS.Signals | undefined;
 
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(signal, () => {
-    // The cluster's own exit hook kills its processes at once; ava gets the signal too (from the
-    // terminal, or from us), and we exit once it has gone.
+    // The cluster's own exit hook kills its processes at once; the running child gets the signal
+    // too (from the terminal, or from us), and main() finishes once it has gone.
     interrupted = signal;
-    if (ava && ava.exitCode === null) ava.kill(signal);
+    if (running && running.exitCode === null && running.signalCode === null) running.kill(signal);
     else void finish(signalExitCode(signal));
   });
 }
@@ -43,16 +44,54 @@ async function finish(code: number): Promise<never> {
   process.exit(code);
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Sees every line the child prints on stdout (still forwarded as it comes). */
+  onLine?: (line: string) => void;
+}
+
+function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<number> {
   return new Promise((resolvePromise) => {
-    const child = spawn(cmd, args, { cwd: root, stdio: 'inherit', env });
-    if (cmd === process.execPath) ava = child;
+    const child = spawn(cmd, args, {
+      cwd: root,
+      stdio: ['inherit', opts.onLine ? 'pipe' : 'inherit', 'inherit'],
+      env: opts.env ?? process.env,
+    });
+    running = child;
+    if (opts.onLine && child.stdout) {
+      const onLine = opts.onLine;
+      let pending = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        process.stdout.write(chunk);
+        const lines = (pending + chunk.toString('utf8')).split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) onLine(line);
+      });
+      child.stdout.on('end', () => pending && onLine(pending));
+    }
     child.on('error', (err) => {
       say(`cannot run ${cmd}: ${err.message}`);
       resolvePromise(127);
     });
-    child.on('exit', (code, signal) => resolvePromise(code ?? (signal ? signalExitCode(signal) : 1)));
+    child.on('close', (code, signal) => resolvePromise(code ?? (signal ? signalExitCode(signal) : 1)));
   });
+}
+
+/**
+ * Counts ava's ✔ and ✘ lines, so the run ends with one plain "N passed, N failed" line (ava
+ * itself prints only the failures' count when some fail). A test file that crashes counts as failed.
+ */
+function testCounter() {
+  const counts = { passed: 0, failed: 0 };
+  const plain = (line: string) => line.replace(/\x1b\[[0-9;]*m/g, '').trimStart();
+  return {
+    counts,
+    onLine: (line: string) => {
+      const text = plain(line);
+      if (text.startsWith('✔')) counts.passed++;
+      else if (text.startsWith('✘')) counts.failed++;
+    },
+  };
 }
 
 /** Files or folders among the arguments replace the default globs; flags pass through. */
@@ -64,12 +103,12 @@ function avaArgs(args: string[]): string[] {
 async function main(): Promise<never> {
   const t0 = performance.now();
   const built = await run('bash', [BUILD_SCRIPT_PATH, 'all']);
+  if (interrupted) return finish(signalExitCode(interrupted));
   if (built !== 0) {
     say(`building the control-plane binaries failed (exit ${built}); see the lines above`);
     return process.exit(built);
   }
   say(`binaries ready in ${seconds(t0)}`);
-  if (interrupted) return finish(signalExitCode(interrupted));
 
   const t1 = performance.now();
   try {
@@ -92,12 +131,13 @@ async function main(): Promise<never> {
   // ava's CLI entry (its package exports hide package.json, so find it next to the main entry).
   const avaCli = join(dirname(createRequire(import.meta.url).resolve('ava')), 'cli.mjs');
   const t2 = performance.now();
-  const code = await run(process.execPath, [avaCli, ...avaArgs(process.argv.slice(2))], {
-    ...process.env,
-    [KUBECONFIG_ENV]: cluster.kubeconfigPath,
-    [CLUSTER_DIR_ENV]: cluster.dir,
+  const counter = testCounter();
+  const code = await run(process.execPath, [avaCli, ...(process.stdout.isTTY ? ['--color'] : []), ...avaArgs(process.argv.slice(2))], {
+    env: { ...process.env, [KUBECONFIG_ENV]: cluster.kubeconfigPath, [CLUSTER_DIR_ENV]: cluster.dir },
+    onLine: counter.onLine,
   });
   say(`ava exited with code ${code} after ${seconds(t2)}`);
+  process.stdout.write(`tests: ${counter.counts.passed} passed, ${counter.counts.failed} failed\n`);
   return finish(interrupted ? signalExitCode(interrupted) : code);
 }
 

@@ -4,7 +4,9 @@ import { HOOKS, type HookObject, toHook } from '../gate/shell/resources.ts';
 import type { OwnedHook } from './desired.ts';
 
 export async function listOwnedHooks(api: CustomObjectsApi): Promise<OwnedHook[]> {
-  const list = (await api.listClusterCustomObject({ group: HOOKS.group, version: HOOKS.version, plural: HOOKS.plural })) as { items: HookObject[] };
+  const list = (await api.listClusterCustomObject({ group: HOOKS.group, version: HOOKS.version, plural: HOOKS.plural })) as {
+    items: HookObject[];
+  };
   // A hook being deleted no longer needs Triggers, whatever finalizers keep it visible.
   return list.items.filter((h) => !h.metadata?.deletionTimestamp).map((h) => ({ ...toHook(h), uid: h.metadata?.uid }));
 }

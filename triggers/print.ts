@@ -28,7 +28,7 @@ export function hooksFromYaml(text: string, source = 'input'): OwnedHook[] {
     if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return;
     const d = doc as HookDoc;
     if (typeof d.kind === 'string' && d.kind.endsWith('List') && Array.isArray(d.items)) {
-      d.items.forEach((item, i) => add(item, `${where} item ${i + 1}`));
+      for (const [i, item] of d.items.entries()) add(item, `${where} item ${i + 1}`);
       return;
     }
     if (d.kind !== 'PrestartHook' || d.apiVersion !== API_VERSION) return;
@@ -41,7 +41,9 @@ export function hooksFromYaml(text: string, source = 'input'): OwnedHook[] {
     if (spec.delivery.transport === 'broker') {
       const b = spec.delivery.broker;
       if (!b || typeof b.name !== 'string' || typeof b.namespace !== 'string' || !b.subscriber || !(b.subscriber.ref || b.subscriber.uri)) {
-        throw new HookFileError(`${where}: PrestartHook ${name} has transport broker but no delivery.broker.{name, namespace, subscriber.ref|uri}`);
+        throw new HookFileError(
+          `${where}: PrestartHook ${name} has transport broker but no delivery.broker.{name, namespace, subscriber.ref|uri}`,
+        );
       }
     }
     hooks.push({
@@ -57,7 +59,7 @@ export function hooksFromYaml(text: string, source = 'input'): OwnedHook[] {
   } catch (err) {
     throw new HookFileError(`${source}: not YAML: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
   }
-  docs.forEach((doc, i) => add(doc, `${source} document ${i + 1}`));
+  for (const [i, doc] of docs.entries()) add(doc, `${source} document ${i + 1}`);
   return hooks;
 }
 

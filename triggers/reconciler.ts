@@ -11,7 +11,14 @@
 // Writes are server-side apply with the gate's field manager, so fields other actors own (e.g.
 // Knative's defaults) are left alone. A Trigger of the same name that the gate does not manage
 // (no managed-by label) is never taken over: it is reported and skipped.
-import { ApiException, CustomObjectsApi, type KubeConfig, type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { APPLIED_HASH_ANNOTATION, covers, withHash } from './compare.ts';
 import { type Destination, desiredTriggers, MANAGED_BY, MANAGED_BY_LABEL, type TriggerObject } from './desired.ts';
@@ -119,7 +126,8 @@ export class TriggerReconciler {
     if (this.stopped) return;
     this.reconcileNow().then(
       (result) => {
-        if (result.created + result.updated + result.deleted + result.failed + result.pending > 0) this.log.info({ why, ...result }, 'Triggers reconciled');
+        if (result.created + result.updated + result.deleted + result.failed + result.pending > 0)
+          this.log.info({ why, ...result }, 'Triggers reconciled');
       },
       (err: unknown) => this.log.warn({ err, why }, 'Trigger reconcile failed; retrying at the next resync'),
     );
@@ -225,7 +233,9 @@ export class TriggerReconciler {
     // Not in the managed list: either missing, or someone else's Trigger under the same name.
     const existing = await this.get(namespace, name);
     if (existing && existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) {
-      throw new Error(`Trigger ${namespace}/${name} exists and is not managed by ${MANAGED_BY} (no ${MANAGED_BY_LABEL} label); leaving it alone`);
+      throw new Error(
+        `Trigger ${namespace}/${name} exists and is not managed by ${MANAGED_BY} (no ${MANAGED_BY_LABEL} label); leaving it alone`,
+      );
     }
     if (existing && terminating(existing)) return 'pending';
     await this.apply(t);
@@ -246,7 +256,10 @@ export class TriggerReconciler {
       { ...TRIGGERS, namespace: t.metadata.namespace, name: t.metadata.name, body: t, fieldManager: FIELD_MANAGER, force: true },
       setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
     );
-    this.log.debug({ trigger: keyOf(t.metadata.namespace, t.metadata.name), hash: t.metadata.annotations?.[APPLIED_HASH_ANNOTATION] }, 'Trigger applied');
+    this.log.debug(
+      { trigger: keyOf(t.metadata.namespace, t.metadata.name), hash: t.metadata.annotations?.[APPLIED_HASH_ANNOTATION] },
+      'Trigger applied',
+    );
   }
 
   /** Deletes exactly the object seen (uid precondition); false when it was already gone (e.g. collected). */

@@ -1,4 +1,5 @@
 // The hook SDK: write one handler, serve it over HTTP or NATS JetStream.
+export { isDns1123Label, isDns1123Subdomain } from '../../gate/core/contributions.ts';
 export { allowedOnly, envContribution, envFromContribution, volumeContribution } from './contributions.ts';
 export {
   createHookApp,

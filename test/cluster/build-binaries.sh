@@ -110,13 +110,40 @@ build_kwok() {
 }
 build_nats() { build_go_main nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" github.com/nats-io/nats-server/v2 nats-server; }
 build_knative_serving() {
-  local out="$cache/bin/knative-serving-$KNATIVE_SERVING_VERSION"
-  for c in controller webhook autoscaler-hpa; do
-    build_go_main knative-serving knative.dev/serving "$KNATIVE_SERVING_VERSION" "knative.dev/serving/cmd/$c" "$c"
-  done
-  # The CRDs and config maps are applied from the same module version.
-  local src; src="$(cd "$work/knative-serving-$KNATIVE_SERVING_VERSION" && go list -m -f '{{.Dir}}' knative.dev/serving)"
-  mkdir -p "$out/config"; cp -r "$src/config/core" "$out/config/" 2>/dev/null || true; chmod -R u+w "$out/config"
+  local version="$KNATIVE_SERVING_VERSION"
+  local out="$cache/bin/knative-serving-$version"
+  local dir="$work/knative-serving-$version"
+  build_go_main knative-serving knative.dev/serving "$version" knative.dev/serving/cmd/webhook webhook
+  # Knative's reconcilers under a main of ours (why: test/cluster/knative-serving/main.go),
+  # rebuilt whenever that file changes.
+  local main="$here/knative-serving/main.go"
+  if ! { [ -x "$out/serving-controllers" ] && cmp -s "$main" "$out/serving-controllers.main.go"; }; then
+    (
+      cd "$dir"
+      mkdir -p cmd/serving-controllers
+      cp "$main" cmd/serving-controllers/main.go
+      go mod tidy -e >/dev/null 2>&1 || true
+      go build -trimpath -ldflags "-s -w" -o "$out/serving-controllers.tmp" ./cmd/serving-controllers
+      mv "$out/serving-controllers.tmp" "$out/serving-controllers"
+      cp "$main" "$out/serving-controllers.main.go"
+    )
+  fi
+  # Manifests from the very module versions the binaries were built from: Serving's config/core,
+  # and the CRDs and config-network its module zip lacks (symlinks in the Serving repository,
+  # which module zips drop) from knative.dev/networking and knative.dev/caching.
+  [ -s "$out/config/caching/image.yaml" ] && return 0
+  local serving networking caching
+  serving="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/serving)"
+  networking="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/networking)"
+  caching="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/caching)"
+  rm -rf "$out/config.tmp"
+  mkdir -p "$out/config.tmp/networking" "$out/config.tmp/caching"
+  cp -r "$serving/config/core" "$out/config.tmp/"
+  cp "$networking"/config/*.yaml "$out/config.tmp/networking/"
+  cp "$caching/config/image.yaml" "$out/config.tmp/caching/"
+  chmod -R u+w "$out/config.tmp"
+  rm -rf "$out/config"
+  mv "$out/config.tmp" "$out/config"
 }
 
 what="${1:-all}"

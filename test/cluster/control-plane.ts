@@ -1,11 +1,20 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlaneBinaries, controlPlaneBinaries } from './binaries.ts';
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate, readPem } from './certs.ts';
+import {
+  apiserverSpec,
+  type ControlPlaneLayout,
+  controllerManagerSpec,
+  etcdSpec,
+  kwokNode,
+  kwokSpec,
+  schedulerSpec,
+} from './components.ts';
 import { ClusterStartError } from './errors.ts';
 import { onExit } from './exit-hooks.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
@@ -54,33 +63,6 @@ export interface ClusterInfo {
 }
 
 export const CLUSTER_INFO_FILE = 'cluster.json';
-
-/** Annotation kwok selects its nodes by (--manage-nodes-with-annotation-selector). */
-export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
-export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
-const POD_CIDR = '10.244.0.0/16';
-
-// What the gate's tests exercise: Deployments/ReplicaSets/Jobs and their pods, garbage
-// collection through owner references, namespace deletion, the default ServiceAccount, Service
-// endpoints (Knative reads them), node-lifecycle, which lifts the not-ready taint that the
-// TaintNodesByCondition admission plugin puts on every new Node, ClusterRole aggregation (CRDs'
-// roles folded into admin/edit/view) and the type-check status of ValidatingAdmissionPolicies.
-const CONTROLLERS = [
-  'deployment-controller',
-  'replicaset-controller',
-  'job-controller',
-  'garbage-collector-controller',
-  'namespace-controller',
-  'serviceaccount-controller',
-  'serviceaccount-token-controller',
-  'root-ca-certificate-publisher-controller',
-  'endpoints-controller',
-  'endpointslice-controller',
-  'node-lifecycle-controller',
-  'pod-garbage-collector-controller',
-  'clusterrole-aggregation-controller',
-  'validatingadmissionpolicy-status-controller',
-];
 
 const execFileP = promisify(execFile);
 
@@ -158,7 +140,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const caCertPem = await readFile(ca.certFile, 'utf8');
   const kubeconfigs = {
     admin: join(clusterDir, 'admin.kubeconfig'),
-    kcm: join(clusterDir, 'kube-controller-manager.kubeconfig'),
+    controllerManager: join(clusterDir, 'kube-controller-manager.kubeconfig'),
     scheduler: join(clusterDir, 'kube-scheduler.kubeconfig'),
     kwok: join(clusterDir, 'kwok.kubeconfig'),
   };
@@ -168,10 +150,20 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   };
   await Promise.all([
     write(kubeconfigs.admin, admin, 'admin'),
-    write(kubeconfigs.kcm, kcm, 'system:kube-controller-manager'),
+    write(kubeconfigs.controllerManager, kcm, 'system:kube-controller-manager'),
     write(kubeconfigs.scheduler, scheduler, 'system:kube-scheduler'),
     write(kubeconfigs.kwok, kwok, 'kwok'),
   ]);
+
+  const layout: ControlPlaneLayout = {
+    dir: clusterDir,
+    binaries,
+    ports: { apiserver: apiserverPort, etcd: etcdPort, etcdPeer: etcdPeerPort },
+    ca,
+    apiserverServing: serving,
+    serviceAccountKey: sa,
+    kubeconfigs,
+  };
 
   const components: Component[] = [];
   let stopping = false;
@@ -227,49 +219,9 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   };
 
   try {
-    launch({
-      name: 'etcd',
-      command: binaries.etcd,
-      args: [
-        '--name=knative-prestart',
-        `--data-dir=${join(clusterDir, 'etcd-data')}`,
-        `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-        `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-        `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-        `--initial-cluster=knative-prestart=http://127.0.0.1:${etcdPeerPort}`,
-        // Throwaway data: durability buys nothing and fsync is the slowest part of a write.
-        '--unsafe-no-fsync=true',
-        '--log-level=warn',
-      ],
-      hardStop: true,
-    });
+    launch(etcdSpec(layout));
     // The apiserver retries etcd until it answers: start both at once.
-    launch({
-      name: 'kube-apiserver',
-      command: binaries.kubeApiserver,
-      args: [
-        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-        '--advertise-address=127.0.0.1',
-        '--bind-address=127.0.0.1',
-        `--secure-port=${apiserverPort}`,
-        `--cert-dir=${pki}`,
-        `--tls-cert-file=${serving.certFile}`,
-        `--tls-private-key-file=${serving.keyFile}`,
-        `--client-ca-file=${ca.certFile}`,
-        '--authorization-mode=RBAC',
-        `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${sa.publicKeyFile}`,
-        `--service-account-signing-key-file=${sa.keyFile}`,
-        '--allow-privileged=true',
-        '--profiling=false',
-        // The reconciler would publish 127.0.0.1 as the endpoint of Service default/kubernetes,
-        // which Endpoints validation refuses (loopback): it would only retry and log forever.
-        '--endpoint-reconciler-type=none',
-      ],
-      hardStop: true,
-    });
+    launch(apiserverSpec(layout));
     const tls = { ca: caCertPem, ...(await readPem(admin).then((p) => ({ cert: p.certPem, key: p.keyPem }))) };
     await waitFor(
       async () => {
@@ -295,70 +247,15 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     });
     progress(`kube-apiserver ready at ${apiserverUrl} after ${((performance.now() - started) / 1000).toFixed(1)}s`);
 
-    launch({
-      name: 'kube-controller-manager',
-      command: binaries.kubeControllerManager,
-      args: [
-        `--kubeconfig=${kubeconfigs.kcm}`,
-        `--controllers=${CONTROLLERS.join(',')}`,
-        '--use-service-account-credentials=true',
-        `--service-account-private-key-file=${sa.keyFile}`,
-        `--root-ca-file=${ca.certFile}`,
-        '--leader-elect=false',
-        '--secure-port=0',
-      ],
-    });
-    // --kubeconfig and --leader-elect are deprecated for the scheduler: it takes a config file.
-    const schedulerConfig = join(clusterDir, 'kube-scheduler.config.json');
-    await writeFile(
-      schedulerConfig,
-      JSON.stringify({
-        apiVersion: 'kubescheduler.config.k8s.io/v1',
-        kind: 'KubeSchedulerConfiguration',
-        clientConnection: { kubeconfig: kubeconfigs.scheduler },
-        leaderElection: { leaderElect: false },
-      }),
-    );
-    launch({
-      name: 'kube-scheduler',
-      command: binaries.kubeScheduler,
-      args: [`--config=${schedulerConfig}`, '--secure-port=0'],
-    });
-    mkdirSync(join(clusterDir, 'kwok-home'), { recursive: true });
-    launch({
-      name: 'kwok',
-      command: binaries.kwok,
-      args: [
-        `--kubeconfig=${kubeconfigs.kwok}`,
-        `--config=${binaries.kwokStages}`,
-        `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
-        '--node-lease-duration-seconds=40',
-        `--cidr=${POD_CIDR}`,
-        '--node-ip=127.0.0.1',
-      ],
-      // kwok also loads ~/.kwok/kwok.yaml when present: give it a home of its own.
-      env: { ...process.env, HOME: join(clusterDir, 'kwok-home') },
-    });
+    launch(controllerManagerSpec(layout));
+    launch(await schedulerSpec(layout));
+    launch(kwokSpec(layout));
 
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigs.admin);
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const nodeNames = Array.from({ length: opts.nodes ?? 1 }, (_, i) => `kwok-node-${i}`);
-    await Promise.all(
-      nodeNames.map((name) =>
-        core.createNode({
-          body: {
-            apiVersion: 'v1',
-            kind: 'Node',
-            metadata: {
-              name,
-              annotations: { [KWOK_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
-              labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
-            },
-          },
-        }),
-      ),
-    );
+    await Promise.all(nodeNames.map((name) => core.createNode({ body: kwokNode(name) })));
     await Promise.all([
       ...nodeNames.map((name) =>
         waitFor(

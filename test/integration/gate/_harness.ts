@@ -3,22 +3,22 @@
 // its real service-account identity (a minted client certificate), bound by config/300-rbac.yaml,
 // so the RBAC and the policies are exercised as installed.
 import { randomBytes } from 'node:crypto';
-import { type IncomingHttpHeaders, createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
   ApiException,
   AppsV1Api,
   CoreV1Api,
+  type CoreV1Event,
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
   setHeaderOptions,
-  type CoreV1Event,
 } from '@kubernetes/client-node';
 import pino from 'pino';
-import { startGate, type RunningGate } from '../../../gate/gate.ts';
 import type { PrestartHookSpec } from '../../../gate/core/types.ts';
+import { type RunningGate, startGate } from '../../../gate/gate.ts';
 import type { RevisionObject, RunObject } from '../../../gate/shell/resources.ts';
 import { applyManifests } from '../../cluster/apply.ts';
 import type { Cluster } from '../../cluster/control-plane.ts';
@@ -53,6 +53,8 @@ export interface GateEnv {
   namespace: string;
   instance: string;
   gate: RunningGate;
+  /** Where the gate's identity kubeconfig is (for gates run as processes). */
+  gateKubeconfigPath: string;
   custom: CustomObjectsApi;
   core: CoreV1Api;
   apps: AppsV1Api;
@@ -61,21 +63,24 @@ export interface GateEnv {
   stop(): Promise<void>;
 }
 
-export async function gateEnv(name: string): Promise<GateEnv> {
+/** A namespace of its own and, unless `inProcess` is false, a gate running in this process. */
+export async function gateEnv(name: string, { inProcess = true } = {}): Promise<GateEnv> {
   const cluster = await installedCluster();
   const admin = cluster.kubeConfig;
   const instance = `${name}-${randomBytes(3).toString('hex')}`;
   const namespace = instance;
   const core = admin.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace, labels: { 'prestart.dev/gate': instance } } } });
+  const gateKubeconfigPath = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
   const gateKc = new KubeConfig();
-  gateKc.loadFromFile(await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS));
+  gateKc.loadFromFile(gateKubeconfigPath);
   const env: GateEnv = {
     cluster,
     admin,
     namespace,
     instance,
     gate: undefined as unknown as RunningGate,
+    gateKubeconfigPath,
     custom: admin.makeApiClient(CustomObjectsApi),
     core,
     apps: admin.makeApiClient(AppsV1Api),
@@ -102,7 +107,7 @@ export async function gateEnv(name: string): Promise<GateEnv> {
       await core.deleteNamespace({ name: namespace }).catch(() => undefined);
     },
   };
-  await env.startGate();
+  if (inProcess) await env.startGate();
   return env;
 }
 

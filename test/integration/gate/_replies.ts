@@ -5,7 +5,11 @@ import type { ReceivedRequest } from './_harness.ts';
 
 type Outcome = 'succeeded' | 'failed' | 'progress';
 
-export function completedFor(req: ReceivedRequest, outcome: Outcome, extra: { message?: string; progress?: number; contributions?: Contribution[]; id?: string } = {}) {
+export function completedFor(
+  req: ReceivedRequest,
+  outcome: Outcome,
+  extra: { message?: string; progress?: number; contributions?: Contribution[]; id?: string } = {},
+) {
   return buildCompleted({
     request: { correlationid: req.correlationid, hook: req.data.hook.name, attempt: req.data.attempt },
     outcome,
@@ -21,7 +25,11 @@ export function syncReply(req: ReceivedRequest, outcome: Outcome, extra: Paramet
 }
 
 /** POSTs a completed event to the request's replyTo, the way an asynchronous hook does. */
-export async function asyncReply(req: ReceivedRequest, outcome: Outcome, extra: Parameters<typeof completedFor>[2] = {}): Promise<Response> {
+export async function asyncReply(
+  req: ReceivedRequest,
+  outcome: Outcome,
+  extra: Parameters<typeof completedFor>[2] = {},
+): Promise<Response> {
   if (!req.data.replyTo) throw new Error('request has no replyTo');
   const msg = toBinary(completedFor(req, outcome, extra));
   return fetch(req.data.replyTo, { method: 'POST', headers: msg.headers, body: msg.body });

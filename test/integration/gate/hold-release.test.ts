@@ -50,7 +50,10 @@ test('a matching Revision is held, its Deployment denied with directions, and re
     hookName,
     hookSpec(
       {
-        match: { annotation: { key: 'serving-binding', value: 'demo-db' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: {
+          annotation: { key: 'serving-binding', value: 'demo-db' },
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+        },
         contributions: { allowed: ['env', 'volume'] },
         params: { plan: 'small' },
         delivery: { transport: 'http', url: hook.url },
@@ -118,7 +121,10 @@ test('a matching Revision is held, its Deployment denied with directions, and re
   t.truthy(app?.volumeMounts?.find((m) => m.mountPath === '/bindings/db' && m.readOnly));
   t.truthy(pod.spec?.volumes?.find((v) => v.secret?.secretName === 'demo-db'));
   const queue = pod.spec?.containers.find((c) => c.name === 'queue-proxy');
-  t.falsy(queue?.env?.find((e) => e.name === 'DATABASE_URL'), 'queue-proxy gets no binding');
+  t.falsy(
+    queue?.env?.find((e) => e.name === 'DATABASE_URL'),
+    'queue-proxy gets no binding',
+  );
 });
 
 test('a Revision that matches no hook is never held', async (t) => {
@@ -127,7 +133,13 @@ test('a Revision that matches no hook is never held', async (t) => {
   t.is(rev.metadata?.annotations?.['prestart.dev/hooks'], undefined);
   t.deepEqual(await createDeploymentLikeKnative(env, rev), { created: true });
   const run = await env.custom
-    .getNamespacedCustomObject({ group: 'prestart.dev', version: 'v1alpha1', plural: 'prestartruns', namespace: env.namespace, name: 'plain-00001' })
+    .getNamespacedCustomObject({
+      group: 'prestart.dev',
+      version: 'v1alpha1',
+      plural: 'prestartruns',
+      namespace: env.namespace,
+      name: 'plain-00001',
+    })
     .catch((err: unknown) => err);
   t.true(run instanceof ApiException && run.code === 404, 'no PrestartRun for an unheld Revision');
 });

@@ -41,11 +41,7 @@ async function recordingHook(name: string, overrides: Parameters<typeof hookSpec
   servers.push(hook);
   const fullName = `${env.instance}-${name}`;
   hookNames.push(fullName);
-  await createHook(
-    env,
-    fullName,
-    hookSpec({ ...overrides, delivery: { transport: 'http', url: hook.url } }, env.namespace),
-  );
+  await createHook(env, fullName, hookSpec({ ...overrides, delivery: { transport: 'http', url: hook.url } }, env.namespace));
   const key = overrides.match?.annotation?.key;
   if (key) await waitUntilStamped(env, fullName, { [key]: 'yes' });
   return { name: fullName, server: hook };
@@ -72,7 +68,12 @@ test.serial('hooks of one order run in parallel; the next order starts only when
   );
   t.is(startRequests(c.server).length, 0, 'order 2 waits for order 1');
   await asyncReply(ra as ReceivedRequest, 'succeeded');
-  await waitForRun(env, 'stages-00001', 'a succeeded', (r) => r.status?.hooks?.some((h) => h.name === a.name && h.phase === 'Succeeded') ?? false);
+  await waitForRun(
+    env,
+    'stages-00001',
+    'a succeeded',
+    (r) => r.status?.hooks?.some((h) => h.name === a.name && h.phase === 'Succeeded') ?? false,
+  );
   t.is(startRequests(c.server).length, 0, 'order 2 still waits while b works');
   await asyncReply(rb as ReceivedRequest, 'succeeded');
   const rc = await waitFor(() => startRequests(c.server)[0], { timeoutMs: 30_000, what: 'order 2 to start' });
@@ -113,7 +114,10 @@ test.serial('a Fail hook that fails keeps the Revision held and says why in all 
   t.is(warning.involvedObject.kind, 'Revision');
 
   await annotateRun(env, 'mig-00001', { 'prestart.dev/retry': 'fixed-0042' });
-  const second = await waitFor(() => startRequests(h.server).find((r) => r.data.attempt === 2), { timeoutMs: 30_000, what: 'attempt 2 after the retry' });
+  const second = await waitFor(() => startRequests(h.server).find((r) => r.data.attempt === 2), {
+    timeoutMs: 30_000,
+    what: 'attempt 2 after the retry',
+  });
   t.not(second.ceId, first.ceId, 'a new attempt is a new request');
   await asyncReply(second, 'succeeded');
   await waitFor(async () => !isHeld(await getRevision(env, 'mig-00001')), { timeoutMs: 30_000, what: 'release after the retry' });
@@ -134,7 +138,10 @@ test.serial('a Fail hook that times out keeps the Revision held; an Ignore hook 
 
   const req = await waitFor(() => startRequests(ignored.server)[0], { timeoutMs: 30_000, what: 'the optional hook request' });
   await asyncReply(req, 'failed', { message: 'scanner unavailable' });
-  await waitFor(async () => !isHeld(await getRevision(env, 'opt-00001')), { timeoutMs: 30_000, what: 'release despite the Ignore hook failing' });
+  await waitFor(async () => !isHeld(await getRevision(env, 'opt-00001')), {
+    timeoutMs: 30_000,
+    what: 'release despite the Ignore hook failing',
+  });
   const run = await waitForRun(env, 'opt-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.is(run.status?.hooks?.[0]?.phase, 'Failed');
 });
@@ -166,7 +173,13 @@ test.serial('deleting a held Revision cancels its hooks and tells them', async (
   await waitFor(
     async () =>
       env.custom
-        .getNamespacedCustomObject({ group: 'serving.knative.dev', version: 'v1', plural: 'revisions', namespace: env.namespace, name: 'gone-00001' })
+        .getNamespacedCustomObject({
+          group: 'serving.knative.dev',
+          version: 'v1',
+          plural: 'revisions',
+          namespace: env.namespace,
+          name: 'gone-00001',
+        })
         .then(
           () => false,
           () => true,
@@ -178,7 +191,10 @@ test.serial('deleting a held Revision cancels its hooks and tells them', async (
 test.serial('a Revision superseded while held is cancelled, unless traffic names it', async (t) => {
   const h = await recordingHook('supersede', { match: matchOn('supersede') });
   await createRevision(env, 'sup-00001', { annotations: { supersede: 'yes' }, configuration: 'sup', generation: 1 });
-  await waitFor(() => startRequests(h.server).find((r) => r.data.revision.name === 'sup-00001'), { timeoutMs: 30_000, what: 'request for 00001' });
+  await waitFor(() => startRequests(h.server).find((r) => r.data.revision.name === 'sup-00001'), {
+    timeoutMs: 30_000,
+    what: 'request for 00001',
+  });
   await createRevision(env, 'sup-00002', { annotations: { supersede: 'yes' }, configuration: 'sup', generation: 2 });
   const cancelled = await waitForRun(env, 'sup-00001', 'Cancelled', (r) => r.status?.phase === 'Cancelled');
   t.regex(cancelled.status?.conditions?.find((c) => c.type === 'Ready')?.message ?? '', /sup-00002/);

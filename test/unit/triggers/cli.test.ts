@@ -48,7 +48,10 @@ test('reads the hooks from stdin with --file -', async (t) => {
 test('refuses to guess where the hooks come from, and names a broken hook', async (t) => {
   const [neither, broken] = await Promise.all([
     cli([]),
-    cli(['--file', '-'], 'apiVersion: prestart.dev/v1alpha1\nkind: PrestartHook\nmetadata: {name: x}\nspec:\n  delivery: {transport: broker}\n'),
+    cli(
+      ['--file', '-'],
+      'apiVersion: prestart.dev/v1alpha1\nkind: PrestartHook\nmetadata: {name: x}\nspec:\n  delivery: {transport: broker}\n',
+    ),
   ]);
   t.not(neither.code, 0);
   t.regex(neither.stderr, /either --file or --from-cluster/);

@@ -23,7 +23,9 @@ function stored(t: ReturnType<typeof desired>) {
     spec: {
       ...copy.spec,
       filter: {},
-      subscriber: copy.spec.subscriber.ref ? { ...copy.spec.subscriber, ref: { ...copy.spec.subscriber.ref, namespace: 'shop' } } : copy.spec.subscriber,
+      subscriber: copy.spec.subscriber.ref
+        ? { ...copy.spec.subscriber, ref: { ...copy.spec.subscriber.ref, namespace: 'shop' } }
+        : copy.spec.subscriber,
     },
     status: { conditions: [] },
   };
@@ -55,7 +57,10 @@ test('a subscriber that lost its uri is noticed through the hash, though the old
 });
 
 test('the hash is stable for equal desires', (t) => {
-  t.is(desired(migrator).metadata.annotations?.[APPLIED_HASH_ANNOTATION], desired(migrator).metadata.annotations?.[APPLIED_HASH_ANNOTATION]);
+  t.is(
+    desired(migrator).metadata.annotations?.[APPLIED_HASH_ANNOTATION],
+    desired(migrator).metadata.annotations?.[APPLIED_HASH_ANNOTATION],
+  );
 });
 
 test('lists must match in length and item by item', (t) => {

@@ -11,7 +11,7 @@ import { brokerHook, GATE, hookWith } from './_hooks.ts';
 const svc = (name: string) => ({ ref: { apiVersion: 'serving.knative.dev/v1', kind: 'Service', name } });
 const find = (ts: TriggerObject[], ns: string, name: string) => ts.find((t) => t.metadata.namespace === ns && t.metadata.name === name);
 
-test("a broker hook gets a Trigger for its own requests, delivered to its subscriber, owned by the hook", (t) => {
+test('a broker hook gets a Trigger for its own requests, delivered to its subscriber, owned by the hook', (t) => {
   const hooks = [brokerHook('db-migrate', { name: 'default', namespace: 'shop', subscriber: svc('migrator') }, 'uid-db')];
   const trigger = find(desiredTriggers(hooks, GATE), 'shop', 'prestart-hook-db-migrate');
   t.deepEqual(trigger, {
@@ -58,10 +58,7 @@ test('each Broker gets one reply Trigger to the gate, owned by every hook using 
 });
 
 test('hooks of other transports need no Triggers', (t) => {
-  const hooks = [
-    hookWith('direct', { transport: 'http', url: 'http://hook.example/' }),
-    hookWith('stream', { transport: 'nats' }),
-  ];
+  const hooks = [hookWith('direct', { transport: 'http', url: 'http://hook.example/' }), hookWith('stream', { transport: 'nats' })];
   t.deepEqual(desiredTriggers(hooks, GATE), []);
 });
 
@@ -76,7 +73,13 @@ test('the output is sorted and does not depend on the order of the hooks', (t) =
   t.deepEqual(one, other);
   t.deepEqual(
     one.map((x) => `${x.metadata.namespace}/${x.metadata.name}`),
-    ['alpha/prestart-gate-replies-default', 'alpha/prestart-hook-a', 'zeta/prestart-gate-replies-default', 'zeta/prestart-hook-b', 'zeta/prestart-hook-c'],
+    [
+      'alpha/prestart-gate-replies-default',
+      'alpha/prestart-hook-a',
+      'zeta/prestart-gate-replies-default',
+      'zeta/prestart-hook-b',
+      'zeta/prestart-hook-c',
+    ],
   );
 });
 
@@ -109,7 +112,10 @@ test('long hook and Broker names give Trigger names of at most 63 characters tha
 });
 
 test('a hook named like a reply Trigger does not collide with it', (t) => {
-  const triggers = desiredTriggers([brokerHook('gate-replies-default', { name: 'default', namespace: 'shop', subscriber: svc('x') }, 'u')], GATE);
+  const triggers = desiredTriggers(
+    [brokerHook('gate-replies-default', { name: 'default', namespace: 'shop', subscriber: svc('x') }, 'u')],
+    GATE,
+  );
   t.is(new Set(triggers.map((x) => x.metadata.name)).size, 2);
 });
 

@@ -1,0 +1,5 @@
+// Everything for hook authors: the SDK, the conformance checker, the simulator and their commands.
+export * from './conformance/index.ts';
+export * from './sdk/index.ts';
+export * from './simulator/index.ts';
+export { type CliIo, registerHookCommands } from './cli.ts';

@@ -1,0 +1,127 @@
+// kill -9 of the gate at the worst moments, then a restart: nothing is lost, and the Revision is
+// released exactly when its hook succeeded. The gate runs as its own process (the CLI) and dies
+// by SIGKILL at a named crash point (KNATIVE_PRESTART_CRASH_AT, see gate/shell/crashpoints.ts).
+import test from 'ava';
+import { freePorts } from '../../cluster/ports.ts';
+import { waitFor } from '../../cluster/wait.ts';
+import {
+  createHook,
+  createRevision,
+  deleteHook,
+  type GateEnv,
+  gateEnv,
+  getRevision,
+  type HookServer,
+  hookSpec,
+  isHeld,
+  type ReceivedRequest,
+  startHookServer,
+  waitForRun,
+} from './_harness.ts';
+import { type GatePorts, type GateProcess, spawnGate } from './_gate-process.ts';
+import { asyncReply } from './_replies.ts';
+
+let env: GateEnv;
+let ports: GatePorts;
+let hookServer: HookServer;
+let hookName: string;
+const running: GateProcess[] = [];
+
+test.before(async () => {
+  env = await gateEnv('crash', { inProcess: false });
+  const [webhook, sink] = await freePorts(2);
+  ports = { webhook: webhook as number, sink: sink as number };
+  hookServer = await startHookServer(async () => ({ status: 202 }));
+  hookName = `${env.instance}-db`;
+  await createHook(
+    env,
+    hookName,
+    hookSpec(
+      {
+        match: { annotation: { key: 'crash' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        resendInterval: '2s',
+        delivery: { transport: 'http', url: hookServer.url },
+      },
+      env.namespace,
+    ),
+  );
+});
+
+// The scenarios share the gate's ports: each ends by stopping the gate it restarted.
+test.afterEach.always(async () => {
+  await Promise.all(running.splice(0).map((g) => g.stop()));
+});
+
+test.after.always(async () => {
+  await hookServer?.close();
+  await deleteHook(env, hookName);
+  await env?.stop();
+});
+
+async function start(crashAt?: string): Promise<GateProcess> {
+  const gate = await spawnGate(env, ports, crashAt);
+  running.push(gate);
+  return gate;
+}
+
+async function killedAt(gate: GateProcess, point: string): Promise<void> {
+  const { signal } = await gate.exited;
+  if (signal !== 'SIGKILL') throw new Error(`expected the gate to die by SIGKILL at ${point}; output:\n${gate.output()}`);
+}
+
+const requestFor = (revision: string) => () => hookServer.requests.find((r) => r.data.revision.name === revision && r.data.action === 'start');
+
+/** The reply a hook sends, retried as hooks do while the gate is down or the connection breaks. */
+async function replyUntilAccepted(req: ReceivedRequest): Promise<number> {
+  return waitFor(
+    () =>
+      asyncReply(req, 'succeeded').then(
+        (r) => (r.status === 202 ? r.status : undefined),
+        () => undefined,
+      ),
+    { timeoutMs: 60_000, what: 'the reply to be accepted' },
+  );
+}
+
+test.serial('killed right after sending a request: the restarted gate takes the reply and releases', async (t) => {
+  const gate = await start('after-send');
+  await createRevision(env, 'send-00001', { annotations: { crash: 'yes' } });
+  const req = await waitFor(requestFor('send-00001'), { timeoutMs: 60_000, what: 'the request' });
+  await killedAt(gate, 'after-send');
+  t.true(isHeld(await getRevision(env, 'send-00001')), 'held while the gate is down');
+  await start();
+  t.is(await replyUntilAccepted(req), 202);
+  await waitFor(async () => !isHeld(await getRevision(env, 'send-00001')), { timeoutMs: 60_000, what: 'the release' });
+  t.is((await waitForRun(env, 'send-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.hooks?.[0]?.attempt, 1);
+});
+
+test.serial('killed after recording a reply but before answering it: the hook retries, the duplicate is acknowledged, the Revision released', async (t) => {
+  const gate = await start('after-reply-recorded');
+  await createRevision(env, 'reply-00001', { annotations: { crash: 'yes' } });
+  const req = await waitFor(requestFor('reply-00001'), { timeoutMs: 60_000, what: 'the request' });
+  const first = await asyncReply(req, 'succeeded').then(
+    (r) => r.status,
+    (e: unknown) => `connection failed: ${String(e)}`,
+  );
+  t.regex(String(first), /connection failed/, 'the gate died before it could answer');
+  await killedAt(gate, 'after-reply-recorded');
+  const run = await waitForRun(env, 'reply-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
+  t.truthy(run, 'the reply was stored before the crash');
+  t.true(isHeld(await getRevision(env, 'reply-00001')));
+  await start();
+  t.is(await replyUntilAccepted(req), 202, "the hook's retry is acknowledged as a duplicate");
+  await waitFor(async () => !isHeld(await getRevision(env, 'reply-00001')), { timeoutMs: 60_000, what: 'the release' });
+});
+
+test.serial('killed just before removing the label: the restarted gate releases', async (t) => {
+  const gate = await start('before-release');
+  await createRevision(env, 'label-00001', { annotations: { crash: 'yes' } });
+  const req = await waitFor(requestFor('label-00001'), { timeoutMs: 60_000, what: 'the request' });
+  t.is((await asyncReply(req, 'succeeded')).status, 202);
+  await killedAt(gate, 'before-release');
+  t.true(isHeld(await getRevision(env, 'label-00001')), 'still held: the crash came first');
+  await start();
+  await waitFor(async () => !isHeld(await getRevision(env, 'label-00001')), { timeoutMs: 60_000, what: 'the release' });
+  const run = await waitForRun(env, 'label-00001', 'Released', (r) => r.status?.phase === 'Released');
+  t.is(run.status?.summary, '1/1');
+});

@@ -1,0 +1,43 @@
+// Answers and replies as the checker records them, for judging without a hook.
+import type { Answer } from '../../../hooks/conformance/post.ts';
+import { type ReceivedReply, readReply } from '../../../hooks/conformance/reply-sink.ts';
+import type { OutgoingEvent } from '../../../emitter/transport.ts';
+import { buildCompleted, toBinary } from '../../../schemas/index.ts';
+import type { Contribution } from '../../../gate/core/types.ts';
+import { keys } from './_requests.ts';
+
+export function answer(status: number | undefined, over: Partial<Answer> = {}): Answer {
+  return {
+    probe: 'valid',
+    what: 'the valid request (binary mode)',
+    sentAt: 1_000,
+    ms: 20,
+    headers: {},
+    body: new Uint8Array(0),
+    ...(status === undefined ? { error: 'ECONNREFUSED' } : { status }),
+    ...over,
+  };
+}
+
+export function jsonAnswer(status: number, body: unknown, over: Partial<Answer> = {}): Answer {
+  return answer(status, { headers: { 'content-type': 'application/json' }, body: new TextEncoder().encode(JSON.stringify(body)), ...over });
+}
+
+export function reply(
+  request: OutgoingEvent,
+  outcome: 'succeeded' | 'failed' | 'progress',
+  opts: { id?: string; message?: string; at?: number; contributions?: Contribution[]; via?: 'sink' | 'answer'; correlationid?: string } = {},
+): ReceivedReply {
+  const handle = opts.correlationid
+    ? { correlationid: opts.correlationid, hook: String(request.prestarthook), attempt: 1, ...(request.subject ? { subject: request.subject } : {}) }
+    : request;
+  const event = buildCompleted({
+    request: handle,
+    outcome,
+    source: '/hook',
+    ...(opts.id ? { id: opts.id } : {}),
+    ...(opts.message ? { message: opts.message } : {}),
+    ...(opts.contributions ? { contributions: opts.contributions } : {}),
+  });
+  return readReply(toBinary(event), keys, opts.via ?? 'sink', opts.at ?? 2_000);
+}
