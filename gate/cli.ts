@@ -31,6 +31,7 @@ export function buildCli(): Command {
     .option('--sink-host <host>', 'address the reply sink listens on', '0.0.0.0')
     .option('--sink-port <port>', 'port of the reply sink (http)', int, DEFAULTS.sinkPort)
     .option('--sink-url <url>', 'URL hooks send replies to (data.replyTo)')
+    .option('--trigger-reply-uri <url>', 'keep Triggers for Broker hooks; the reply Trigger delivers to this URL (in cluster: http://knative-prestart-gate.knative-prestart.svc/)')
     .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
@@ -79,6 +80,7 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     },
     source: DEFAULTS.source,
     nats: o.nats === undefined ? undefined : { servers: String(o.nats) },
+    triggers: o.triggerReplyUri === undefined ? undefined : { replyUri: String(o.triggerReplyUri) },
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),
   };

@@ -31,6 +31,11 @@ export interface GateConfig {
   /** CloudEvents `source` of the gate's events. */
   source: string;
   nats?: { servers: string };
+  /**
+   * Keep the Knative Triggers of Broker-delivered hooks, with the gate's reply Trigger
+   * delivering to `replyUri` (a URL the Broker can reach). Off when undefined.
+   */
+  triggers?: { replyUri: string; namespaces?: string[] };
   broker?: { defaultNamespace?: string };
   workers: number;
   /** How long a dead leader's lease blocks a successor. */

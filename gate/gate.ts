@@ -19,6 +19,7 @@ import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
 import { toHook } from './shell/resources.ts';
+import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { admissionRouter } from './webhooks/admission.ts';
 import { startWebhookTls, type WebhookTls } from './webhooks/tls.ts';
 
@@ -96,6 +97,11 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
     log,
     metrics,
   });
+  // Triggers are wired by the leader only; every hook change asks for a pass.
+  let triggers: TriggerReconcilerHandle | undefined;
+  const triggerConfig = config.triggers;
+  const hooksChanged = () => triggers?.hooksChanged();
+  for (const verb of ['add', 'update', 'delete'] as const) caches.hooks.on(verb, hooksChanged);
   let controller = newController();
   function newController(): Controller {
     return new Controller({
@@ -114,8 +120,15 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
       identity: config.identity,
       leaseSeconds: config.leaseSeconds,
       renewSeconds: config.leaseSeconds ? Math.max(1, Math.floor(config.leaseSeconds / 3)) : undefined,
-      onStartedLeading: () => controller.start(),
+      onStartedLeading: () => {
+        controller.start();
+        if (triggerConfig) {
+          triggers = startTriggerReconciler({ kc, log, gateSubscriber: { uri: triggerConfig.replyUri }, namespaces: triggerConfig.namespaces });
+        }
+      },
       onStoppedLeading: () => {
+        void triggers?.stop();
+        triggers = undefined;
         // A controller cannot be restarted after its queue shut down: the next term gets a new one.
         const old = controller;
         controller = newController();
@@ -137,6 +150,7 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
     isLeader: () => leader.isLeader,
     async stop() {
       await leader.stop();
+      await triggers?.stop();
       await controller.stop();
       await natsSink?.stop();
       tls.stop();

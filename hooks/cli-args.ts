@@ -39,7 +39,10 @@ export function seconds(value: string): number {
 const KINDS = ['env', 'envFrom', 'volume'] as const;
 
 export function kinds(value: string): (typeof KINDS)[number][] {
-  const list = value.split(',').map((k) => k.trim()).filter(Boolean);
+  const list = value
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
   for (const k of list) {
     if (!(KINDS as readonly string[]).includes(k)) throw new InvalidArgumentError(`"${k}" is not one of ${KINDS.join(', ')}`);
   }

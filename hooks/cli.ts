@@ -27,11 +27,13 @@ export function registerHookCommands(program: Command, io: CliIo = processIo): v
     .option('--timeout <seconds>', 'how long to wait for a final reply', seconds, 30)
     .option('--json', 'print the report as JSON')
     .option('--verbose', 'print every check, not only failures and one line per rule')
-    .action(async (url: string, o: { hook: string; param: Record<string, unknown>; timeout: number; json?: boolean; verbose?: boolean }) => {
-      const report = await runConformance(url, { hook: o.hook, params: o.param, timeoutMs: o.timeout * 1000 });
-      io.out(o.json ? JSON.stringify(report, null, 2) : formatReport(report, { verbose: o.verbose ?? false }));
-      io.setExitCode(report.passed ? 0 : 1);
-    });
+    .action(
+      async (url: string, o: { hook: string; param: Record<string, unknown>; timeout: number; json?: boolean; verbose?: boolean }) => {
+        const report = await runConformance(url, { hook: o.hook, params: o.param, timeoutMs: o.timeout * 1000 });
+        io.out(o.json ? JSON.stringify(report, null, 2) : formatReport(report, { verbose: o.verbose ?? false }));
+        io.setExitCode(report.passed ? 0 : 1);
+      },
+    );
 
   program
     .command('simulate')
@@ -46,7 +48,14 @@ export function registerHookCommands(program: Command, io: CliIo = processIo): v
     .action(
       async (
         url: string,
-        o: { hook: string; param: Record<string, unknown>; annotation: Record<string, string>; allow: ('env' | 'envFrom' | 'volume')[]; timeout: number; json?: boolean },
+        o: {
+          hook: string;
+          param: Record<string, unknown>;
+          annotation: Record<string, string>;
+          allow: ('env' | 'envFrom' | 'volume')[];
+          timeout: number;
+          json?: boolean;
+        },
       ) => {
         const result = await simulate(url, {
           hook: o.hook,
@@ -56,7 +65,10 @@ export function registerHookCommands(program: Command, io: CliIo = processIo): v
           timeoutMs: o.timeout * 1000,
           ...(o.json
             ? {}
-            : { onAnswer: (request, answer) => io.out(formatExchange(url, request, answer)), onReply: (r) => io.out(describeReplyLive(r)) }),
+            : {
+                onAnswer: (request, answer) => io.out(formatExchange(url, request, answer)),
+                onReply: (r) => io.out(describeReplyLive(r)),
+              }),
         });
         if (o.json) {
           const { verdict, replies, answer } = result;

@@ -1,5 +1,6 @@
 // Everything for hook authors: the SDK, the conformance checker, the simulator and their commands.
+
+export { type CliIo, registerHookCommands } from './cli.ts';
 export * from './conformance/index.ts';
 export * from './sdk/index.ts';
 export * from './simulator/index.ts';
-export { type CliIo, registerHookCommands } from './cli.ts';

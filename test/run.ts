@@ -3,6 +3,8 @@
 //
 //   npm test                              all unit and integration tests
 //   npm test -- test/integration/x.test.ts   only these files (any ava flags pass through)
+//   npm run test:e2e                      (--e2e) the end-to-end suite against Knative Serving's
+//                                         own controllers, with test/e2e/ava.config.mjs
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
@@ -14,7 +16,10 @@ import { ClusterStartError } from './cluster/errors.ts';
 import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from './cluster/shared.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const DEFAULT_FILES = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
+const e2e = process.argv.includes('--e2e');
+const cliArgs = process.argv.slice(2).filter((a) => a !== '--e2e');
+const DEFAULT_FILES = e2e ? ['test/e2e/**/*.test.ts'] : ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
+const E2E_AVA_CONFIG = 'test/e2e/ava.config.mjs';
 
 const say = (line: string) => process.stdout.write(`test/run: ${line}\n`);
 const seconds = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)}s`;
@@ -102,7 +107,8 @@ function avaArgs(args: string[]): string[] {
 
 async function main(): Promise<never> {
   const t0 = performance.now();
-  const built = await run('bash', [BUILD_SCRIPT_PATH, 'all']);
+  let built = await run('bash', [BUILD_SCRIPT_PATH, 'all']);
+  if (built === 0 && e2e) built = await run('bash', [BUILD_SCRIPT_PATH, 'knative-serving']);
   if (interrupted) return finish(signalExitCode(interrupted));
   if (built !== 0) {
     say(`building the control-plane binaries failed (exit ${built}); see the lines above`);
@@ -132,10 +138,14 @@ async function main(): Promise<never> {
   const avaCli = join(dirname(createRequire(import.meta.url).resolve('ava')), 'cli.mjs');
   const t2 = performance.now();
   const counter = testCounter();
-  const code = await run(process.execPath, [avaCli, ...(process.stdout.isTTY ? ['--color'] : []), ...avaArgs(process.argv.slice(2))], {
-    env: { ...process.env, [KUBECONFIG_ENV]: cluster.kubeconfigPath, [CLUSTER_DIR_ENV]: cluster.dir },
-    onLine: counter.onLine,
-  });
+  const code = await run(
+    process.execPath,
+    [avaCli, ...(e2e ? ['--config', E2E_AVA_CONFIG] : []), ...(process.stdout.isTTY ? ['--color'] : []), ...avaArgs(cliArgs)],
+    {
+      env: { ...process.env, [KUBECONFIG_ENV]: cluster.kubeconfigPath, [CLUSTER_DIR_ENV]: cluster.dir },
+      onLine: counter.onLine,
+    },
+  );
   say(`ava exited with code ${code} after ${seconds(t2)}`);
   process.stdout.write(`tests: ${counter.counts.passed} passed, ${counter.counts.failed} failed\n`);
   return finish(interrupted ? signalExitCode(interrupted) : code);

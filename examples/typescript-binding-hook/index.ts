@@ -21,7 +21,12 @@ import {
 } from '../../hooks/index.ts';
 
 export const HOOK_NAME = 'provision-db';
-const STEPS = ['creating the database', 'creating the user', 'storing the credentials in a Secret', 'waiting for the database to accept connections'];
+const STEPS = [
+  'creating the database',
+  'creating the user',
+  'storing the credentials in a Secret',
+  'waiting for the database to accept connections',
+];
 
 export function provisionDatabase(durationMs: number): HookHandler {
   return async (req, ctx) => {

@@ -4,9 +4,9 @@
 import type { Logger } from 'pino';
 import type { Action, HookSnapshot, RevisionView } from '../core/types.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '../core/types.ts';
+import { crashPoint } from './crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { RequestSender } from './requests.ts';
-import { crashPoint } from './crashpoints.ts';
 import type { RunObject } from './resources.ts';
 
 export interface ApplyContext {

@@ -5,10 +5,10 @@ import { decide } from '../core/index.ts';
 import { HOLD_LABEL, type Observed, type PrestartHook } from '../core/types.ts';
 import { type ApplyContext, applyActions } from './apply.ts';
 import type { Caches } from './caches.ts';
+import { errorLine, isConflict } from './kube-client.ts';
 import type { Metrics } from './metrics.ts';
 import { configurationGeneration, keyOf, splitKey, toHook, toRevisionView, toRunView } from './resources.ts';
 import { WorkQueue } from './workqueue.ts';
-import { errorLine, isConflict } from './kube-client.ts';
 
 export interface ControllerOptions {
   caches: Caches;

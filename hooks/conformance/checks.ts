@@ -103,7 +103,9 @@ export function checkRedelivery(d: Redelivery): Check {
 }
 
 function sameResult(a: ReceivedReply, b: ReceivedReply): boolean {
-  return a.reply?.message === b.reply?.message && JSON.stringify(a.reply?.contributions ?? []) === JSON.stringify(b.reply?.contributions ?? []);
+  return (
+    a.reply?.message === b.reply?.message && JSON.stringify(a.reply?.contributions ?? []) === JSON.stringify(b.reply?.contributions ?? [])
+  );
 }
 
 /** R3, R4, R8: something no hook may act on. `refuse`: it must also be answered 4xx. */
@@ -129,14 +131,19 @@ export function checkNotActedOn(
 export function checkCancelTaken(answer: Answer): Check {
   const rule = 'R8-honours-cancel';
   if (is2xx(answer)) return check(rule, true, `${answer.what} ${answerLine(answer)}`);
-  return check(rule, false, `${answer.what} ${answerLine(answer)}: take a cancel with 202 and stop the work for that Revision, hook and attempt`);
+  return check(
+    rule,
+    false,
+    `${answer.what} ${answerLine(answer)}: take a cancel with 202 and stop the work for that Revision, hook and attempt`,
+  );
 }
 
 /** R5 over every answer. */
 export function checkBodies(answers: readonly Answer[]): Check {
   const rule = 'R5-no-non-cloudevent-2xx-body';
   const problems = answers.map(bodyProblem).filter((p): p is string => p !== undefined);
-  if (problems.length === 0) return check(rule, true, `${answers.filter(is2xx).length} 2xx answers, none with a body that is not a CloudEvent`);
+  if (problems.length === 0)
+    return check(rule, true, `${answers.filter(is2xx).length} 2xx answers, none with a body that is not a CloudEvent`);
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
   return check(
     rule,
@@ -156,11 +163,19 @@ export function checkReplyIds(replies: readonly ReceivedReply[], correlationOf: 
   }
   const more = bad.length > 1 ? ` (and ${bad.length - 1} more)` : '';
   const id = first.event?.id === undefined ? 'a reply' : `reply ${short(first.event.id)}`;
-  if (first.error.code === 'hook-mismatch') return check(rule, false, `${id}: ${first.error.reason}${more}: copy prestarthook and prestartattempt from the request, or leave them out`);
+  if (first.error.code === 'hook-mismatch')
+    return check(
+      rule,
+      false,
+      `${id}: ${first.error.reason}${more}: copy prestarthook and prestartattempt from the request, or leave them out`,
+    );
   const given = first.event?.[EXT_REPLY_ID];
   const expected = correlationOf(first);
-  const got = given === undefined ? 'has no replyid' : `has replyid ${JSON.stringify(short(String(given), 40))}`;
-  const want = expected === undefined ? "matches no request's correlationid" : `is not the request's correlationid ${JSON.stringify(short(expected, 40))}`;
+  const got = given === undefined ? 'has no replyid' : `has replyid ${JSON.stringify(short(String(given), 64))}`;
+  const want =
+    expected === undefined
+      ? "matches no request's correlationid"
+      : `is not the request's correlationid ${JSON.stringify(short(expected, 40))}`;
   return check(rule, false, `${id} ${got}, which ${want}${more}: copy the request's ce-correlationid into ce-replyid byte for byte`);
 }
 

@@ -1,5 +1,5 @@
 // One delivery to the hook under test, timed, with whatever came back.
-import { lowercaseHeaders } from '../../emitter/http.ts';
+import { describeNetworkError, lowercaseHeaders } from '../../emitter/http.ts';
 import type { Message } from '../../emitter/transport.ts';
 
 export interface Answer {
@@ -29,8 +29,7 @@ export async function deliver(url: string, message: Message, probe: string, what
     const body = new Uint8Array(await response.arrayBuffer());
     return { ...base, ms: Date.now() - sentAt, status: response.status, headers: lowercaseHeaders(response.headers), body };
   } catch (err) {
-    const e = err as { name?: string; message?: string; cause?: { code?: string } };
-    const error = e?.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e?.cause?.code ?? e?.message ?? String(err));
+    const error = (err as { name?: string })?.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeNetworkError(err);
     return { ...base, ms: Date.now() - sentAt, error };
   }
 }
@@ -45,8 +44,7 @@ export async function reachable(url: string, timeoutMs: number): Promise<string 
       await response.arrayBuffer();
       return undefined;
     } catch (err) {
-      const e = err as { message?: string; cause?: { code?: string } };
-      last = e?.cause?.code ?? e?.message ?? String(err);
+      last = describeNetworkError(err);
     }
     if (Date.now() + pause > deadline) return `nothing answers at ${url} (${last})`;
     await new Promise((resolve) => setTimeout(resolve, pause));

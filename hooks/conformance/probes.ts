@@ -45,7 +45,10 @@ export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook):
 
 /** The cancel of `start`: same Revision, hook, attempt and correlationid, its own id. */
 export function cancelOf(ctx: ProbeContext, start: OutgoingEvent, reason: string): OutgoingEvent {
-  const data = start.data as { revision: { namespace: string; name: string; uid: string }; hook: { name: string; params: Record<string, unknown> } };
+  const data = start.data as {
+    revision: { namespace: string; name: string; uid: string };
+    hook: { name: string; params: Record<string, unknown> };
+  };
   return buildRequested({
     revision: { ...data.revision, labels: {}, annotations: {}, images: [IMAGE] },
     hook: { name: data.hook.name, params: data.hook.params, allowedContributions: ['env', 'envFrom', 'volume'] },

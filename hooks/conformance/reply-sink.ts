@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { OutgoingEvent } from '../../emitter/transport.ts';
 import type { Reply } from '../../gate/core/types.ts';
-import { flattenHeaders } from '../../sinks/handle.ts';
 import {
   type ContractError,
   DEFAULT_MAX_REPLY_BYTES,
@@ -15,6 +14,7 @@ import {
   parseMessage,
   type ReceivedMessage,
 } from '../../schemas/index.ts';
+import { flattenHeaders } from '../../sinks/handle.ts';
 
 export interface ReceivedReply {
   /** Date.now() when it arrived. */

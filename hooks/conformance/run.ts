@@ -6,15 +6,7 @@ import { carriesCloudEvent } from '../../emitter/http-response.ts';
 import type { Message } from '../../emitter/transport.ts';
 import { isDns1123Subdomain } from '../../gate/core/index.ts';
 import { EXT_CORRELATION_ID, KeyRing, toBinary, toStructured } from '../../schemas/index.ts';
-import {
-  checkBodies,
-  checkCancelTaken,
-  checkNotActedOn,
-  checkRedelivery,
-  checkReplies,
-  checkReplyIds,
-  checkSpeed,
-} from './checks.ts';
+import { checkBodies, checkCancelTaken, checkNotActedOn, checkRedelivery, checkReplies, checkReplyIds, checkSpeed } from './checks.ts';
 import { is2xx, isFinal } from './describe.ts';
 import { type Answer, deliver, reachable } from './post.ts';
 import { cancelOf, malformedProbes, type ProbeContext, probeOf, startRequest } from './probes.ts';
@@ -28,7 +20,7 @@ export interface ConformanceOptions {
   timeoutMs?: number;
   /** data.hook.params of every probe. */
   params?: Record<string, unknown>;
-  /** How long to wait for the service to accept connections. Default 10 s. */
+  /** How long to wait for the service to accept connections. Default 20 s. */
   waitForHookMs?: number;
   /** How long to keep listening for stray replies at the end. Default: as long as the slowest reply took, 1 s at least. */
   quietMs?: number;
@@ -46,7 +38,7 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
   const sink = await startReplySink(keys);
   const finish = (checks: Check[]): Report => ({ url, hook, checks, passed: checks.every((c) => c.passed) });
   try {
-    const down = await reachable(url, opts.waitForHookMs ?? 10_000);
+    const down = await reachable(url, opts.waitForHookMs ?? 20_000);
     if (down) return finish([{ rule: 'R1-replies-with-valid-completed', passed: false, detail: down }]);
 
     const ctx: ProbeContext = { keys, hook, replyTo: sink.url, params: opts.params ?? {}, deadlineMs: 10 * 60_000 };
@@ -62,10 +54,13 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       return answer;
     };
     const repliesTo = (probe: string) => [...sink.replies, ...inAnswers].filter((r) => probeOf(r) === probe);
+    // A reply the gate would refuse ends the wait too: the hook has answered, badly.
+    const ends = (probe: string, since: number) => (r: ReceivedReply) =>
+      r.at >= since && probeOf(r) === probe && (isFinal(r) || r.error !== undefined);
     const finalFor = async (probe: string, answer: Answer, waitMs: number, since = answer.sentAt) => {
-      const inBody = inAnswers.find((r) => r.at >= since && probeOf(r) === probe && isFinal(r));
+      const inBody = inAnswers.find(ends(probe, since));
       if (inBody || !is2xx(answer)) return inBody;
-      return sink.waitFor((r) => r.at >= since && probeOf(r) === probe && isFinal(r), waitMs);
+      return sink.waitFor(ends(probe, since), waitMs);
     };
 
     // Nothing may come of these.
@@ -75,7 +70,11 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
     const otherHook = `${hook}-other`;
     const other = await send(toBinary(startRequest(ctx, 'other-hook', otherHook)), 'other-hook', `a request for hook "${otherHook}"`);
     const early = startRequest(ctx, 'cancel-first');
-    const earlyCancel = await send(toBinary(cancelOf(ctx, early, 'superseded (conformance check)')), 'cancel-first', 'a cancel sent before its start');
+    const earlyCancel = await send(
+      toBinary(cancelOf(ctx, early, 'superseded (conformance check)')),
+      'cancel-first',
+      'a cancel sent before its start',
+    );
     const lateStart = await send(toBinary(early), 'cancel-first', 'a start whose cancel came first');
 
     // The valid requests, in both content modes, and the repeats.
@@ -91,14 +90,21 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
     const running = startRequest(ctx, 'cancel-running');
     correlation.set('cancel-running', String(running[EXT_CORRELATION_ID]));
     await send(toBinary(running), 'cancel-running', 'a request cancelled while it runs');
-    const cancel = await send(toBinary(cancelOf(ctx, running, 'Revision deleted (conformance check)')), 'cancel-running', 'a cancel of a running request');
+    const cancel = await send(
+      toBinary(cancelOf(ctx, running, 'Revision deleted (conformance check)')),
+      'cancel-running',
+      'a cancel of a running request',
+    );
 
-    const [firstFinal, structuredFinal] = await Promise.all([finalFor('valid', first, timeoutMs), finalFor('structured', structured, timeoutMs)]);
+    const [firstFinal, structuredFinal] = await Promise.all([
+      finalFor('valid', first, timeoutMs),
+      finalFor('structured', structured, timeoutMs),
+    ]);
     let afterFinish: Answer | undefined;
     let cut = Number.POSITIVE_INFINITY;
     const firstLatency = firstFinal ? firstFinal.at - first.sentAt : 0;
     const againWaitMs = Math.min(timeoutMs, Math.max(3_000, 2 * firstLatency));
-    if (firstFinal) {
+    if (firstFinal && isFinal(firstFinal)) {
       cut = Date.now();
       afterFinish = await send(toBinary(valid), 'valid', 'the valid request repeated after it finished');
       await finalFor('valid', afterFinish, againWaitMs, cut);

@@ -58,7 +58,7 @@ export interface HookServer extends HookApp {
 export const DEFAULT_SYNC_BUDGET_MS = 1000;
 
 export function createHookApp(opts: ServeHookOptions): HookApp {
-  const log = opts.logger ?? pino({ name: `prestart-hook${opts.name ? `-${opts.name}` : ''}` });
+  const log = opts.logger ?? pino({ name: `prestart-hook${opts.name ? `-${opts.name}` : ''}`, level: process.env.LOG_LEVEL ?? 'info' });
   const source = opts.source ?? defaultSource(opts.name);
   const sink = opts.sink ?? process.env.K_SINK ?? '';
   const budget = opts.syncBudgetMs ?? DEFAULT_SYNC_BUDGET_MS;
@@ -79,7 +79,9 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
     }
     const sent = post(target, final)
       .then(() => log.info({ ...fields, to: target }, 'reply sent'))
-      .catch((err: unknown) => log.error({ ...fields, to: target, err }, 'reply not delivered; it is sent again when the gate re-sends the request'))
+      .catch((err: unknown) =>
+        log.error({ ...fields, to: target, err }, 'reply not delivered; it is sent again when the gate re-sends the request'),
+      )
       .finally(() => sends.delete(sent));
     sends.add(sent);
   }
@@ -100,7 +102,10 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
     }
     const request = parsed.request;
     if (opts.name !== undefined && request.hook !== opts.name) {
-      log.info({ event: request.key, hook: request.hook }, `request for hook "${request.hook}" ignored: this service serves "${opts.name}"`);
+      log.info(
+        { event: request.key, hook: request.hook },
+        `request for hook "${request.hook}" ignored: this service serves "${opts.name}"`,
+      );
       res.status(202).end();
       return;
     }
@@ -161,7 +166,8 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
       return;
     }
     const status = typeof e?.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 500;
-    const reason = e?.type === 'entity.too.large' ? `the request is larger than ${DEFAULT_MAX_REQUEST_BYTES} bytes` : (e?.message ?? 'error');
+    const reason =
+      e?.type === 'entity.too.large' ? `the request is larger than ${DEFAULT_MAX_REQUEST_BYTES} bytes` : (e?.message ?? 'error');
     log.warn({ path: req.path, status, reason }, 'request failed');
     res.status(status).json({ error: reason });
   });

@@ -69,7 +69,7 @@ export interface NatsHookService {
 
 export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHookService> {
   if (!opts.connection && !opts.servers) throw new Error('serveHookNats: servers or connection is required');
-  const log = opts.logger ?? pino({ name: `prestart-hook-${opts.name}` });
+  const log = opts.logger ?? pino({ name: `prestart-hook-${opts.name}`, level: process.env.LOG_LEVEL ?? 'info' });
   const durable = opts.durable ?? `prestart-hook-${opts.name}`;
   const subject = opts.subject ?? subjectFor(REQUESTS_SUBJECT_PREFIX, opts.name);
   const ackWaitMs = opts.ackWaitMs ?? 30_000;
@@ -81,8 +81,7 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     ...(opts.remember ? { remember: opts.remember } : {}),
   });
   const nc =
-    opts.connection ??
-    (await connect({ name: durable, maxReconnectAttempts: -1, ...opts.connectionOptions, servers: opts.servers }));
+    opts.connection ?? (await connect({ name: durable, maxReconnectAttempts: -1, ...opts.connectionOptions, servers: opts.servers }));
   let stopping = false;
   const inflight = new Set<Promise<void>>();
 
@@ -119,7 +118,10 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     }
     const request = parsed.request;
     if (request.hook !== opts.name) {
-      log.info({ event: request.key, hook: request.hook }, `request for hook "${request.hook}" ignored: this consumer serves "${opts.name}"`);
+      log.info(
+        { event: request.key, hook: request.hook },
+        `request for hook "${request.hook}" ignored: this consumer serves "${opts.name}"`,
+      );
       m.ack();
       return;
     }

@@ -26,7 +26,12 @@ export function finalEvent(request: RequestHandle, produced: unknown, source: st
     try {
       return buildCompleted({ request, source, id, ...outcome.fields });
     } catch (err) {
-      return failedEvent(request, source, id, `the hook returned an invalid outcome: ${(err as Error).message.replace(/^buildCompleted: /, '')}`);
+      return failedEvent(
+        request,
+        source,
+        id,
+        `the hook returned an invalid outcome: ${(err as Error).message.replace(/^buildCompleted: /, '')}`,
+      );
     }
   }
   return failedEvent(request, source, id, outcome.reason);
@@ -53,7 +58,8 @@ function readOutcome(produced: unknown): { ok: true; fields: Fields } | { ok: fa
     return { ok: false, reason: `the hook returned ${describe(produced)} instead of {succeeded: true|false, ...}` };
   }
   const o = produced as { succeeded: boolean; message?: unknown; contributions?: unknown };
-  if (o.message !== undefined && typeof o.message !== 'string') return { ok: false, reason: 'the hook returned a message that is not a string' };
+  if (o.message !== undefined && typeof o.message !== 'string')
+    return { ok: false, reason: 'the hook returned a message that is not a string' };
   if (!o.succeeded) return { ok: true, fields: { outcome: 'failed', message: clip(o.message ?? 'failed') } };
   const fields: Fields = { outcome: 'succeeded' };
   if (o.message !== undefined) fields.message = clip(o.message);

@@ -65,9 +65,16 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
     if (!(left > 0)) return `its deadline ${parsed.data.deadline ?? '(none)'} has passed`;
     const key = parsed.key;
     const attempt = attemptKey(parsed);
-    const log = opts.logger.child({ hook: request.hook, revision: `${request.revision.namespace}/${request.revision.name}`, attempt: request.attempt });
+    const log = opts.logger.child({
+      hook: request.hook,
+      revision: `${request.revision.namespace}/${request.revision.name}`,
+      attempt: request.attempt,
+    });
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DeadlineError(`the deadline ${parsed.data.deadline} passed`)), Math.min(left, MAX_TIMER_MS));
+    const timer = setTimeout(
+      () => controller.abort(new DeadlineError(`the deadline ${parsed.data.deadline} passed`)),
+      Math.min(left, MAX_TIMER_MS),
+    );
     let open = true;
     let reports: Promise<void> = Promise.resolve();
     const ctx: HookContext = {

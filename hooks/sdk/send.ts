@@ -38,7 +38,13 @@ export async function postEvent(url: string, event: OutgoingEvent, opts: PostOpt
     const signals = [AbortSignal.timeout(opts.timeoutMs ?? 10_000), ...(opts.signal ? [opts.signal] : [])];
     let reason: string;
     try {
-      const response = await fetch(url, { method: 'POST', headers: message.headers, body, redirect: 'manual', signal: AbortSignal.any(signals) });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: message.headers,
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.any(signals),
+      });
       const answer = new Uint8Array(await response.arrayBuffer());
       if (response.status >= 200 && response.status < 300) return;
       reason = `POST ${url} answered ${response.status}${answer.length > 0 ? `: ${bodyExcerpt(answer)}` : ''}`;

@@ -44,9 +44,7 @@ export interface HookContext {
   logger: Logger;
 }
 
-export type HookOutcome =
-  | { succeeded: true; message?: string; contributions?: Contribution[] }
-  | { succeeded: false; message: string };
+export type HookOutcome = { succeeded: true; message?: string; contributions?: Contribution[] } | { succeeded: false; message: string };
 
 export type HookHandler = (request: HookRequest, ctx: HookContext) => Promise<HookOutcome>;
 

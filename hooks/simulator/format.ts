@@ -8,7 +8,9 @@ import type { Verdict } from './verdict.ts';
 export function formatExchange(url: string, request: OutgoingEvent, answer: Answer): string {
   const data = request.data as { revision: { namespace: string; name: string }; hook: { name: string; params: unknown } };
   const got =
-    answer.status === undefined ? `none (${answer.error})` : `${answer.status}${answer.body.length > 0 ? ` with a ${answer.body.length}-byte body` : ''}`;
+    answer.status === undefined
+      ? `none (${answer.error})`
+      : `${answer.status}${answer.body.length > 0 ? ` with a ${answer.body.length}-byte body` : ''}`;
   return [
     `request  → ${url}: revision.prestart.requested for ${data.revision.namespace}/${data.revision.name}, hook ${data.hook.name}, params ${JSON.stringify(data.hook.params)}`,
     `answer   ← ${got} after ${answer.ms} ms`,

@@ -91,16 +91,21 @@ export async function simulate(url: string, opts: SimulateOptions = {}): Promise
         waiting = `the hook ${verdict.reason}, which the gate retries`;
       } else {
         const final = await sink.waitFor(isFinal, opts.timeoutMs ?? 60_000);
-        if (!final) waiting = `no final reply within ${Math.round((opts.timeoutMs ?? 60_000) / 1000)}s`;
+        if (!final) waiting = `no final reply within ${formatSeconds(opts.timeoutMs ?? 60_000)}`;
       }
     }
     replies.push(...sink.replies);
     const refused = replies.find((r) => r.error && r.via === 'sink');
-    if (!waiting && refused?.error && !replies.some(isFinal)) waiting = `the gate refuses the reply (${refused.error.code}: ${refused.error.reason})`;
+    if (!waiting && refused?.error && !replies.some(isFinal))
+      waiting = `the gate refuses the reply (${refused.error.code}: ${refused.error.reason})`;
     const verified = replies.flatMap((r) => (r.reply ? [r.reply] : []));
     const verdict = judge(scenario, synthetic ? [...verified, synthetic] : verified, new Date(), waiting);
     return { url, request, answer, replies, verdict };
   } finally {
     await sink.close();
   }
+}
+
+function formatSeconds(ms: number): string {
+  return ms < 10_000 ? `${Number((ms / 1000).toFixed(1))}s` : `${Math.round(ms / 1000)}s`;
 }

@@ -7,8 +7,8 @@ import {
   type HookPhase,
   type JsonPatchOp,
   type PodView,
-  podPatch,
   type PrestartRunView,
+  podPatch,
   type Reply,
   type RunPhase,
 } from '../../gate/core/index.ts';

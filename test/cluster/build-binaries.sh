@@ -154,9 +154,12 @@ case "$what" in
   nats) step nats-server build_nats ;;
   knative-serving) step knative-serving build_knative_serving ;;
   all)
+    # Everything a test run uses: the control plane, then what transport and Knative tests run.
     step etcd build_etcd
     step kwok build_kwok
     step kubernetes build_kubernetes
+    step nats-server build_nats
+    step knative-serving build_knative_serving
     ;;
   *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|nats)" ;;
 esac

@@ -4,6 +4,7 @@
 import test from 'ava';
 import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/wait.ts';
+import { type GatePorts, type GateProcess, spawnGate } from './_gate-process.ts';
 import {
   createHook,
   createRevision,
@@ -18,7 +19,6 @@ import {
   startHookServer,
   waitForRun,
 } from './_harness.ts';
-import { type GatePorts, type GateProcess, spawnGate } from './_gate-process.ts';
 import { asyncReply } from './_replies.ts';
 
 let env: GateEnv;
@@ -69,7 +69,8 @@ async function killedAt(gate: GateProcess, point: string): Promise<void> {
   if (signal !== 'SIGKILL') throw new Error(`expected the gate to die by SIGKILL at ${point}; output:\n${gate.output()}`);
 }
 
-const requestFor = (revision: string) => () => hookServer.requests.find((r) => r.data.revision.name === revision && r.data.action === 'start');
+const requestFor = (revision: string) => () =>
+  hookServer.requests.find((r) => r.data.revision.name === revision && r.data.action === 'start');
 
 /** The reply a hook sends, retried as hooks do while the gate is down or the connection breaks. */
 async function replyUntilAccepted(req: ReceivedRequest): Promise<number> {
@@ -95,23 +96,26 @@ test.serial('killed right after sending a request: the restarted gate takes the 
   t.is((await waitForRun(env, 'send-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.hooks?.[0]?.attempt, 1);
 });
 
-test.serial('killed after recording a reply but before answering it: the hook retries, the duplicate is acknowledged, the Revision released', async (t) => {
-  const gate = await start('after-reply-recorded');
-  await createRevision(env, 'reply-00001', { annotations: { crash: 'yes' } });
-  const req = await waitFor(requestFor('reply-00001'), { timeoutMs: 60_000, what: 'the request' });
-  const first = await asyncReply(req, 'succeeded').then(
-    (r) => r.status,
-    (e: unknown) => `connection failed: ${String(e)}`,
-  );
-  t.regex(String(first), /connection failed/, 'the gate died before it could answer');
-  await killedAt(gate, 'after-reply-recorded');
-  const run = await waitForRun(env, 'reply-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
-  t.truthy(run, 'the reply was stored before the crash');
-  t.true(isHeld(await getRevision(env, 'reply-00001')));
-  await start();
-  t.is(await replyUntilAccepted(req), 202, "the hook's retry is acknowledged as a duplicate");
-  await waitFor(async () => !isHeld(await getRevision(env, 'reply-00001')), { timeoutMs: 60_000, what: 'the release' });
-});
+test.serial(
+  'killed after recording a reply but before answering it: the hook retries, the duplicate is acknowledged, the Revision released',
+  async (t) => {
+    const gate = await start('after-reply-recorded');
+    await createRevision(env, 'reply-00001', { annotations: { crash: 'yes' } });
+    const req = await waitFor(requestFor('reply-00001'), { timeoutMs: 60_000, what: 'the request' });
+    const first = await asyncReply(req, 'succeeded').then(
+      (r) => r.status,
+      (e: unknown) => `connection failed: ${String(e)}`,
+    );
+    t.regex(String(first), /connection failed/, 'the gate died before it could answer');
+    await killedAt(gate, 'after-reply-recorded');
+    const run = await waitForRun(env, 'reply-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
+    t.truthy(run, 'the reply was stored before the crash');
+    t.true(isHeld(await getRevision(env, 'reply-00001')));
+    await start();
+    t.is(await replyUntilAccepted(req), 202, "the hook's retry is acknowledged as a duplicate");
+    await waitFor(async () => !isHeld(await getRevision(env, 'reply-00001')), { timeoutMs: 60_000, what: 'the release' });
+  },
+);
 
 test.serial('killed just before removing the label: the restarted gate releases', async (t) => {
   const gate = await start('before-release');

@@ -16,6 +16,7 @@ import {
   deleteHook,
   type GateEnv,
   gateEnv,
+  type HookServer,
   hookSpec,
   isHeld,
   startHookServer,

@@ -1,8 +1,8 @@
 // Shared by the hook integration tests: a silent or recording logger, and a hook served on 127.0.0.1.
 import type { ExecutionContext } from 'ava';
 import pino, { type Logger } from 'pino';
-import { type HookServer, type ServeHookOptions, serveHook } from '../../../hooks/sdk/index.ts';
 import { type ReplySink, startReplySink } from '../../../hooks/conformance/reply-sink.ts';
+import { type HookServer, type ServeHookOptions, serveHook } from '../../../hooks/sdk/index.ts';
 import { keys } from '../../unit/hooks/_requests.ts';
 
 export const silent = pino({ level: 'silent' });
@@ -28,5 +28,9 @@ export async function gateSink(t: ExecutionContext): Promise<ReplySink> {
 }
 
 export function post(url: string, message: { headers: Record<string, string>; body: Uint8Array | string }): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: message.headers, body: typeof message.body === 'string' ? message.body : new Uint8Array(message.body) });
+  return fetch(url, {
+    method: 'POST',
+    headers: message.headers,
+    body: typeof message.body === 'string' ? message.body : new Uint8Array(message.body),
+  });
 }

@@ -5,8 +5,8 @@ import { isFinal } from '../../../hooks/conformance/describe.ts';
 import { CancelledError, serveHook, succeed, volumeContribution } from '../../../hooks/sdk/index.ts';
 import { toBinary, toStructured } from '../../../schemas/index.ts';
 import { waitFor } from '../../cluster/wait.ts';
-import { listen } from '../transports/_server.ts';
 import { cancelEvent, startEvent } from '../../unit/hooks/_requests.ts';
+import { listen } from '../transports/_server.ts';
 import { gateSink, hookFor, post, recordingLogger, silent } from './_support.ts';
 
 test('answers 202 with an empty body at once, then posts progress and the final reply to data.replyTo', async (t) => {
@@ -22,7 +22,11 @@ test('answers 202 with an empty body at once, then posts progress and the final 
   t.is(response.status, 202);
   t.is(await response.text(), '');
   const final = await sink.waitFor(isFinal, 10_000);
-  t.like(final?.reply, { outcome: 'succeeded', message: 'database ready', contributions: [{ name: 'db', secretName: 'orders-db', as: 'volume' }] });
+  t.like(final?.reply, {
+    outcome: 'succeeded',
+    message: 'database ready',
+    contributions: [{ name: 'db', secretName: 'orders-db', as: 'volume' }],
+  });
   t.deepEqual(
     sink.replies.map((r) => r.reply?.outcome),
     ['progress', 'succeeded'],
@@ -199,7 +203,9 @@ test('a reply answered 503 is sent again; one answered 422 is not', async (t) =>
   t.is(posts.length, 3);
 
   await post(hook.url, toBinary(startEvent({ replyTo: `${receiver.url}/refusing` })));
-  const failure = await waitFor(() => lines.find((l) => String(l.msg).startsWith('reply not delivered')), { what: 'the refusal to be logged' });
+  const failure = await waitFor(() => lines.find((l) => String(l.msg).startsWith('reply not delivered')), {
+    what: 'the refusal to be logged',
+  });
   t.is(refusals, 1);
   t.regex((failure.err as { message: string }).message, /answered 422: \{"error":"stale attempt 1 of hook db \(current attempt 2\)"\}/);
 });

@@ -12,6 +12,7 @@
 // run), it deletes the Trigger CRD first.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
@@ -426,4 +427,23 @@ test.serial('`knative-prestart triggers --from-cluster` prints the Triggers the 
     t.deepEqual(live.metadata.ownerReferences, doc.metadata.ownerReferences);
     for (const [k, v] of Object.entries(doc.metadata.labels)) t.is(live.metadata.labels[k], v);
   }
+});
+
+test.serial("the EventPolicy example of docs/brokers.md is what Knative's EventPolicy CRD stores", async (t) => {
+  const [crd] = await knativeEventingCrdFiles('eventpolicy');
+  await applyManifests(cluster.kubeConfig, crd ?? '');
+  const text = readFileSync(fileURLToPath(new URL('../../../examples/eventpolicy.yaml', import.meta.url)), 'utf8');
+  const policies = (yaml.loadAll(text) as { metadata: { name: string; namespace: string }; spec: unknown }[]).map((p) => ({
+    ...p,
+    metadata: { ...p.metadata, namespace: ns1 },
+  }));
+  t.is(policies.length, 2);
+  const stored = (await applyManifests(cluster.kubeConfig, yaml.dump({ apiVersion: 'v1', kind: 'List', items: policies }))) as {
+    spec: unknown;
+  }[];
+  // Unknown fields would have been pruned: what was stored is exactly what the example says.
+  t.deepEqual(
+    stored.map((s) => s.spec),
+    policies.map((p) => p.spec),
+  );
 });

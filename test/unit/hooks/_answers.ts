@@ -1,9 +1,10 @@
 // Answers and replies as the checker records them, for judging without a hook.
+
+import type { OutgoingEvent } from '../../../emitter/transport.ts';
+import type { Contribution } from '../../../gate/core/types.ts';
 import type { Answer } from '../../../hooks/conformance/post.ts';
 import { type ReceivedReply, readReply } from '../../../hooks/conformance/reply-sink.ts';
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
 import { buildCompleted, toBinary } from '../../../schemas/index.ts';
-import type { Contribution } from '../../../gate/core/types.ts';
 import { keys } from './_requests.ts';
 
 export function answer(status: number | undefined, over: Partial<Answer> = {}): Answer {
@@ -26,10 +27,22 @@ export function jsonAnswer(status: number, body: unknown, over: Partial<Answer> 
 export function reply(
   request: OutgoingEvent,
   outcome: 'succeeded' | 'failed' | 'progress',
-  opts: { id?: string; message?: string; at?: number; contributions?: Contribution[]; via?: 'sink' | 'answer'; correlationid?: string } = {},
+  opts: {
+    id?: string;
+    message?: string;
+    at?: number;
+    contributions?: Contribution[];
+    via?: 'sink' | 'answer';
+    correlationid?: string;
+  } = {},
 ): ReceivedReply {
   const handle = opts.correlationid
-    ? { correlationid: opts.correlationid, hook: String(request.prestarthook), attempt: 1, ...(request.subject ? { subject: request.subject } : {}) }
+    ? {
+        correlationid: opts.correlationid,
+        hook: String(request.prestarthook),
+        attempt: 1,
+        ...(request.subject ? { subject: request.subject } : {}),
+      }
     : request;
   const event = buildCompleted({
     request: handle,

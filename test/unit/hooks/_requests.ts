@@ -29,7 +29,11 @@ export function startEvent(opts: RequestOptions = {}): OutgoingEvent {
       annotations: { 'prestart.dev/hooks': '["db"]' },
       images: ['registry.example/shop/checkout@sha256:0123'],
     },
-    hook: { name: opts.hook ?? 'db', params: opts.params ?? { database: 'orders' }, allowedContributions: opts.allowed ?? ['env', 'volume'] },
+    hook: {
+      name: opts.hook ?? 'db',
+      params: opts.params ?? { database: 'orders' },
+      allowedContributions: opts.allowed ?? ['env', 'volume'],
+    },
     attempt: opts.attempt ?? 1,
     deadline: opts.deadline ?? new Date(Date.now() + 60_000),
     action: 'start',

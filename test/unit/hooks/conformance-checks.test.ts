@@ -32,16 +32,30 @@ test('R1 fails when no final reply came, counting progress reports', (t) => {
   t.regex(c.detail, /answered 202, then no final completed event \(succeeded or failed\) within 5\.0 s \(only 1 progress report\)/);
 });
 
-test('R1 fails with the gate\'s reason when it would refuse the reply', (t) => {
-  const bad = { ...reply(request, 'succeeded'), reply: undefined, error: { code: 'invalid-data' as const, status: 422 as const, reason: 'data has an unknown member "contribution"' } };
+test("R1 fails with the gate's reason when it would refuse the reply", (t) => {
+  const bad = {
+    ...reply(request, 'succeeded'),
+    reply: undefined,
+    error: { code: 'invalid-data' as const, status: 422 as const, reason: 'data has an unknown member "contribution"' },
+  };
   const c = checkReplies(answer(202), [bad], 5_000);
-  t.is(c.detail, 'the valid request (binary mode): the gate refuses a reply posted to replyTo: invalid-data: data has an unknown member "contribution"');
+  t.is(
+    c.detail,
+    'the valid request (binary mode): the gate refuses a reply posted to replyTo: invalid-data: data has an unknown member "contribution"',
+  );
 });
 
 test('R2 passes when the repeat after finishing got the same reply id', (t) => {
   const first = reply(request, 'succeeded', { id: 'r-1', at: 2_000 });
   const again = reply(request, 'succeeded', { id: 'r-1', at: 4_000 });
-  const c = checkRedelivery({ first: answer(202), whileRunning: answer(202), afterFinish: answer(202), before: [first], after: [again], waitedMs: 3_000 });
+  const c = checkRedelivery({
+    first: answer(202),
+    whileRunning: answer(202),
+    afterFinish: answer(202),
+    before: [first],
+    after: [again],
+    waitedMs: 3_000,
+  });
   t.true(c.passed);
   t.is(c.detail, 'a repeat while it ran joined the run; a repeat after it finished got the same reply (id r-1)');
 });
@@ -75,7 +89,13 @@ test('R2 fails when two final replies with different ids answer a request delive
 });
 
 test('R2 fails when a finished request sent again gets no reply', (t) => {
-  const c = checkRedelivery({ first: answer(202), afterFinish: answer(202), before: [reply(request, 'succeeded')], after: [], waitedMs: 3_000 });
+  const c = checkRedelivery({
+    first: answer(202),
+    afterFinish: answer(202),
+    before: [reply(request, 'succeeded')],
+    after: [],
+    waitedMs: 3_000,
+  });
   t.regex(c.detail, /^sent again after it finished \(succeeded\), the request got no reply within 3\.0 s: remember finished results/);
 });
 
@@ -92,17 +112,25 @@ test('R2 accepts an identical result under a new id, and says so', (t) => {
 });
 
 test('R4 wants a 4xx for a malformed request', (t) => {
-  const c = checkNotActedOn('R4-rejects-malformed', answer(202, { what: 'a request without ce-id' }), [], { refuse: true, advice: 'parse it' });
+  const c = checkNotActedOn('R4-rejects-malformed', answer(202, { what: 'a request without ce-id' }), [], {
+    refuse: true,
+    advice: 'parse it',
+  });
   t.false(c.passed);
   t.is(c.detail, 'a request without ce-id answered 202: refuse it with a 4xx and a reason (parse it)');
   t.true(checkNotActedOn('R4-rejects-malformed', answer(400), [], { refuse: true, advice: '' }).passed);
 });
 
 test('R3 fails when a request for another hook gets a reply', (t) => {
-  const c = checkNotActedOn('R3-ignores-other-hooks', answer(202, { what: 'a request for hook "db-other"' }), [reply(request, 'succeeded')], {
-    refuse: false,
-    advice: 'compare data.hook.name',
-  });
+  const c = checkNotActedOn(
+    'R3-ignores-other-hooks',
+    answer(202, { what: 'a request for hook "db-other"' }),
+    [reply(request, 'succeeded')],
+    {
+      refuse: false,
+      advice: 'compare data.hook.name',
+    },
+  );
   t.is(c.detail, 'a request for hook "db-other" was acted on: it got succeeded (compare data.hook.name)');
 });
 
@@ -124,14 +152,24 @@ test('R6 shows the replyid that was sent and the correlationid it should have be
   const wrong = reply(request, 'succeeded', { id: 'r-9', correlationid: request.id });
   const c = checkReplyIds([wrong], () => String(request.correlationid));
   t.false(c.passed);
-  t.regex(c.detail, /^reply r-9 has replyid ".*", which is not the request's correlationid ".*": copy the request's ce-correlationid into ce-replyid byte for byte$/);
+  t.regex(
+    c.detail,
+    /^reply r-9 has replyid ".*", which is not the request's correlationid ".*": copy the request's ce-correlationid into ce-replyid byte for byte$/,
+  );
   t.true(checkReplyIds([reply(request, 'succeeded')], () => undefined).passed);
 });
 
 test('R7 names the slowest answer', (t) => {
-  const c = checkSpeed([answer(202, { ms: 50 }), answer(200, { ms: 3_400, what: 'the valid request (binary mode)' }), answer(202, { ms: 2_100 })]);
+  const c = checkSpeed([
+    answer(202, { ms: 50 }),
+    answer(200, { ms: 3_400, what: 'the valid request (binary mode)' }),
+    answer(202, { ms: 2_100 }),
+  ]);
   t.false(c.passed);
-  t.is(c.detail, 'the valid request (binary mode) was answered after 3.4 s (and 1 more) (limit 2.0 s): answer 202 at once and do the work in the background');
+  t.is(
+    c.detail,
+    'the valid request (binary mode) was answered after 3.4 s (and 1 more) (limit 2.0 s): answer 202 at once and do the work in the background',
+  );
 });
 
 test('R8 wants a cancel taken with a 2xx', (t) => {

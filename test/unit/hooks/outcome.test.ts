@@ -14,7 +14,11 @@ test('succeed() becomes a succeeded reply echoing the correlationid, hook, attem
   t.is(event.prestarthook, 'db');
   t.is(event.prestartattempt, 1);
   t.is(event.subject, 'shop/checkout-00002');
-  t.deepEqual(event.data, { outcome: 'succeeded', message: 'ready', contributions: [{ name: 'db', secretName: 'orders-db', as: 'volume' }] });
+  t.deepEqual(event.data, {
+    outcome: 'succeeded',
+    message: 'ready',
+    contributions: [{ name: 'db', secretName: 'orders-db', as: 'volume' }],
+  });
 });
 
 test('fail() becomes a failed reply with its message', (t) => {
@@ -29,12 +33,18 @@ test('contributions the schema refuses turn the reply into failed, naming the me
 });
 
 test('a handler returning something that is not an outcome gets a failed reply saying so', (t) => {
-  t.like(finalEvent(request, undefined, source).data, { outcome: 'failed', message: 'the hook returned nothing instead of {succeeded: true|false, ...}' });
+  t.like(finalEvent(request, undefined, source).data, {
+    outcome: 'failed',
+    message: 'the hook returned nothing instead of {succeeded: true|false, ...}',
+  });
   t.like(finalEvent(request, { ok: true }, source).data, { outcome: 'failed' });
 });
 
 test('a thrown error becomes a failed reply with the error message', (t) => {
-  t.like(errorEvent(request, new Error('connection refused'), source).data, { outcome: 'failed', message: 'the hook threw: connection refused' });
+  t.like(errorEvent(request, new Error('connection refused'), source).data, {
+    outcome: 'failed',
+    message: 'the hook threw: connection refused',
+  });
 });
 
 test('messages longer than the schema allows are clipped, not refused', (t) => {

@@ -33,5 +33,8 @@ test('a cancel names the same attempt as its start, though its id differs', (t) 
   const cancel = cancelEvent(start);
   t.not(cancel.id, start.id);
   t.is(attemptKey(parsed(cancel)), attemptKey(parsed(start)));
-  t.not(attemptKey(parsed(startEvent({ attempt: 2, uid: (start.data as { revision: { uid: string } }).revision.uid }))), attemptKey(parsed(start)));
+  t.not(
+    attemptKey(parsed(startEvent({ attempt: 2, uid: (start.data as { revision: { uid: string } }).revision.uid }))),
+    attemptKey(parsed(start)),
+  );
 });

@@ -60,7 +60,10 @@ test('a success with contributions releases the Revision and shows the pod patch
   ]);
   t.deepEqual(v.patch[0], { op: 'add', path: '/spec/volumes', value: [{ name: 'prestart-db', secret: { secretName: 'orders-db' } }] });
   t.true(v.patch.some((op) => op.op === 'add' && op.path === '/spec/containers/0/volumeMounts'));
-  t.false(v.patch.some((op) => op.path.startsWith('/spec/containers/1')), 'queue-proxy gets nothing');
+  t.false(
+    v.patch.some((op) => op.path.startsWith('/spec/containers/1')),
+    'queue-proxy gets nothing',
+  );
 });
 
 test('a contribution of a kind the PrestartHook does not allow is dropped with a note', (t) => {
@@ -87,7 +90,10 @@ test('without a final reply the Revision stays held until the deadline', (t) => 
   const v = judge(scenario(), [], NOW, 'no final reply within 60s');
   t.false(v.released);
   t.is(v.hookPhase, 'Requested');
-  t.is(v.why, 'held: no final reply within 60s; the gate re-sends the request every 30s until the deadline 2025-06-01T12:10:00.000Z, then the hook is TimedOut');
+  t.is(
+    v.why,
+    'held: no final reply within 60s; the gate re-sends the request every 30s until the deadline 2025-06-01T12:10:00.000Z, then the hook is TimedOut',
+  );
 });
 
 test('a repeated final reply is a duplicate', (t) => {

@@ -1,0 +1,231 @@
+// Latency of the gate's Revision webhook (/webhooks/revisions), which sits in the path of every
+// Revision create in a gated namespace:
+//   (a) direct: AdmissionReview POSTs of a Knative-shaped Revision (two matching hooks in the
+//       gate's cache, three that do not match) over one HTTPS keep-alive connection, against a
+//       bare Node https server on 127.0.0.1 with the same key type (ECDSA P-256) that parses the
+//       review and answers `allowed: true`. Both run in this process, one request at a time,
+//       interleaved in rounds (ABBA) so they share the machine's noise.
+//   (b) through the apiserver: dry-run creates of the same Revision in the gated namespace
+//       (the apiserver calls the webhook and applies its patch) against a namespace the webhook
+//       does not select (no call): the cost a user sees on every Revision create.
+//
+//   node --import tsx bench/webhook-latency.ts [--requests 2000] [--warmup 300] [--round 100]
+//        [--through 300]
+import { randomBytes } from 'node:crypto';
+import https from 'node:https';
+import { parseArgs } from 'node:util';
+import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import { webhookConfigurationName } from '../gate/webhooks/tls.ts';
+import { createHook, deleteHook, type GateEnv, gateEnv, hookSpec, waitUntilStamped } from '../test/cluster/gate-harness.ts';
+import { startHttpsServer } from '../test/cluster/https-server.ts';
+import { load, ms, reproduce, type Summary, summarize, table } from './_common.ts';
+import { admissionReview, knativeRevision } from './_revision.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '2000' },
+    warmup: { type: 'string', default: '300' },
+    round: { type: 'string', default: '100' },
+    through: { type: 'string', default: '300' },
+  },
+});
+const REQUESTS = Number(args.requests);
+const WARMUP = Number(args.warmup);
+const ROUND = Number(args.round);
+const THROUGH = Number(args.through);
+const BINDING = { 'serving-binding': 'orders-db' };
+
+interface Target {
+  name: string;
+  port: number;
+  agent: https.Agent;
+  times: number[];
+}
+
+/** One POST of an AdmissionReview; resolves with the milliseconds to the end of the answer. */
+function review(target: Target, body: string, check: (answer: string) => void): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port: target.port,
+        path: '/webhooks/revisions',
+        method: 'POST',
+        agent: target.agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const elapsed = performance.now() - started;
+          try {
+            if (res.statusCode !== 200) throw new Error(`${target.name} answered ${res.statusCode}`);
+            check(Buffer.concat(chunks).toString('utf8'));
+            resolve(elapsed);
+          } catch (err) {
+            reject(err);
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function runMany(target: Target, count: number, namespace: string, check: (answer: string) => void, record: boolean) {
+  const revision = knativeRevision(namespace, 'checkout-00042', BINDING);
+  for (let i = 0; i < count; i++) {
+    // A fresh uid per review, serialised before the clock starts.
+    const t = await review(target, admissionReview(revision, namespace), check);
+    if (record) target.times.push(t);
+  }
+}
+
+/** A bare webhook: reads the review, answers allowed with its uid. */
+async function startEcho() {
+  return startHttpsServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const { request } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { request: { uid: string } };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: request.uid, allowed: true } }));
+    });
+  });
+}
+
+async function gateCaBundle(env: GateEnv): Promise<string> {
+  const api = env.admin.makeApiClient(AdmissionregistrationV1Api);
+  const config = await api.readMutatingWebhookConfiguration({ name: webhookConfigurationName(env.instance) });
+  const bundle = config.webhooks?.[0]?.clientConfig.caBundle;
+  if (!bundle) throw new Error(`webhook configuration of ${env.instance} has no caBundle`);
+  return Buffer.from(bundle, 'base64').toString('utf8');
+}
+
+async function direct(env: GateEnv): Promise<{ gate: Summary; bare: Summary }> {
+  const echo = await startEcho();
+  const gatePort = Number(new URL(env.gate.webhookUrl).port);
+  const gate: Target = {
+    name: 'gate',
+    port: gatePort,
+    agent: new https.Agent({ keepAlive: true, maxSockets: 1, ca: await gateCaBundle(env) }),
+    times: [],
+  };
+  const bare: Target = { name: 'bare', port: echo.port, agent: new https.Agent({ keepAlive: true, maxSockets: 1, ca: echo.caCertPem }), times: [] };
+  const stamped = (answer: string) => {
+    const response = (JSON.parse(answer) as { response: { allowed: boolean; patch?: string } }).response;
+    if (!response.allowed || !response.patch) throw new Error(`the gate did not stamp the Revision: ${answer}`);
+    const patch = Buffer.from(response.patch, 'base64').toString('utf8');
+    if (!patch.includes('prestart.dev~1hold')) throw new Error(`the gate's patch holds nothing: ${patch}`);
+  };
+  const allowed = (answer: string) => {
+    if (!(JSON.parse(answer) as { response: { allowed: boolean } }).response.allowed) throw new Error(`echo denied: ${answer}`);
+  };
+  try {
+    await runMany(gate, WARMUP, env.namespace, stamped, false);
+    await runMany(bare, WARMUP, env.namespace, allowed, false);
+    for (let done = 0, round = 0; done < REQUESTS; done += ROUND, round++) {
+      const n = Math.min(ROUND, REQUESTS - done);
+      // ABBA: neither side always goes first after a pause.
+      const order = round % 2 === 0 ? [gate, bare] : [bare, gate];
+      for (const t of order) await runMany(t, n, env.namespace, t === gate ? stamped : allowed, true);
+    }
+    return { gate: summarize(gate.times), bare: summarize(bare.times) };
+  } finally {
+    gate.agent.destroy();
+    bare.agent.destroy();
+    await echo.close();
+  }
+}
+
+async function throughApiserver(env: GateEnv): Promise<{ gated: Summary; plain: Summary }> {
+  const plainNs = `${env.instance}-plain`;
+  await env.core.createNamespace({ body: { metadata: { name: plainNs } } });
+  try {
+    const create = async (namespace: string): Promise<number> => {
+      const body = knativeRevision(namespace, 'checkout-00042', BINDING);
+      const started = performance.now();
+      await env.custom.createNamespacedCustomObject({
+        group: 'serving.knative.dev',
+        version: 'v1',
+        plural: 'revisions',
+        namespace,
+        dryRun: 'All',
+        body,
+      });
+      return performance.now() - started;
+    };
+    const gated: number[] = [];
+    const plain: number[] = [];
+    for (let i = 0; i < Math.min(30, THROUGH); i++) {
+      await create(env.namespace);
+      await create(plainNs);
+    }
+    for (let i = 0; i < THROUGH; i++) {
+      if (i % 2 === 0) {
+        gated.push(await create(env.namespace));
+        plain.push(await create(plainNs));
+      } else {
+        plain.push(await create(plainNs));
+        gated.push(await create(env.namespace));
+      }
+    }
+    return { gated: summarize(gated), plain: summarize(plain) };
+  } finally {
+    await env.core.deleteNamespace({ name: plainNs }).catch(() => undefined);
+  }
+}
+
+console.log(`webhook-latency: ${load()} at start`);
+const t0 = performance.now();
+const env = await gateEnv(`bench-wh-${randomBytes(2).toString('hex')}`);
+const own = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } };
+const hooks = [
+  // Matches every Revision of the namespace.
+  { name: `${env.instance}-audit`, match: own },
+  { name: `${env.instance}-db`, match: { ...own, annotation: { key: 'serving-binding', value: 'orders-db' } } },
+  // Three that the webhook evaluates and skips.
+  { name: `${env.instance}-cache`, match: { ...own, annotation: { key: 'serving-binding', value: 'cache' } } },
+  { name: `${env.instance}-other-ns`, match: { namespaceSelector: { matchLabels: { team: 'nobody' } } } },
+  { name: `${env.instance}-canary`, match: { ...own, revisionSelector: { matchLabels: { track: 'canary' } } } },
+];
+try {
+  for (const h of hooks) {
+    await createHook(env, h.name, hookSpec({ match: h.match, delivery: { transport: 'http', url: 'http://127.0.0.1:9/' } }, env.namespace));
+  }
+  for (const h of hooks.slice(0, 2)) await waitUntilStamped(env, h.name, BINDING);
+  console.log(`setup ${((performance.now() - t0) / 1000).toFixed(1)} s; ${load()}`);
+
+  const a = await direct(env);
+  const loadA = load();
+  console.log(`\n(a) direct: ${REQUESTS} AdmissionReviews each after ${WARMUP} warm-up, one at a time over HTTPS keep-alive, rounds of ${ROUND} (ABBA)`);
+  table([
+    ['target', 'n', 'p50 ms', 'p99 ms'],
+    ['bare https echo (allowed: true)', String(a.bare.n), ms(a.bare.p50), ms(a.bare.p99)],
+    ['gate /webhooks/revisions (stamps)', String(a.gate.n), ms(a.gate.p50), ms(a.gate.p99)],
+    ['gate - bare', '', ms(a.gate.p50 - a.bare.p50), ms(a.gate.p99 - a.bare.p99)],
+    ['gate / bare', '', (a.gate.p50 / a.bare.p50).toFixed(2), (a.gate.p99 / a.bare.p99).toFixed(2)],
+  ]);
+  console.log(`  ${loadA}`);
+
+  const b = await throughApiserver(env);
+  console.log(`\n(b) through the apiserver: ${THROUGH} dry-run Revision creates per namespace, alternating`);
+  table([
+    ['namespace', 'n', 'p50 ms', 'p99 ms'],
+    ['not selected (no webhook call)', String(b.plain.n), ms(b.plain.p50), ms(b.plain.p99)],
+    ['gated (webhook stamps the hold)', String(b.gated.n), ms(b.gated.p50), ms(b.gated.p99)],
+    ['gated - not selected', '', ms(b.gated.p50 - b.plain.p50), ms(b.gated.p99 - b.plain.p99)],
+    ['gated / not selected', '', (b.gated.p50 / b.plain.p50).toFixed(2), (b.gated.p99 / b.plain.p99).toFixed(2)],
+  ]);
+  console.log(`  ${load()}`);
+  console.log(`\ntotal ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  reproduce('bench/webhook-latency.ts');
+} finally {
+  await Promise.all(hooks.map((h) => deleteHook(env, h.name)));
+  await env.stop();
+  await env.cluster.stop();
+}
+process.exit(0);

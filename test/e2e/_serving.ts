@@ -1,0 +1,278 @@
+// Helpers of the end-to-end suite: Knative objects as a user writes and reads them, what the
+// suite observes over time (events, Deployments), and the one stand-in it needs (Ingresses).
+import { ApiException, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
+import type { GateEnv } from '../cluster/gate-harness.ts';
+import { WaitTimeoutError, waitFor } from '../cluster/wait.ts';
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface TrafficTarget {
+  revisionName?: string;
+  percent?: number;
+  latestRevision?: boolean;
+}
+
+export interface KnativeObject {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+  };
+  status?: {
+    observedGeneration?: number;
+    conditions?: Condition[];
+    latestCreatedRevisionName?: string;
+    latestReadyRevisionName?: string;
+    traffic?: TrafficTarget[];
+  };
+}
+
+/** The gate's hold label, as `kubectl get revision -L prestart.dev/hold` shows it. */
+export function isHeld(rev: KnativeObject | undefined): boolean {
+  return rev?.metadata?.labels?.['prestart.dev/hold'] === 'true';
+}
+
+export function condition(obj: KnativeObject | undefined, type: string): Condition | undefined {
+  return obj?.status?.conditions?.find((c) => c.type === type);
+}
+
+/** "Ready=Unknown/Deploying, ResourcesAvailable=…": for failure messages. */
+export function conditionsLine(obj: KnativeObject | undefined): string {
+  return (obj?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.reason ? `/${c.reason}` : ''}`).join(', ') || '(no conditions)';
+}
+
+export class Knative {
+  private readonly api: CustomObjectsApi;
+  constructor(
+    kc: KubeConfig,
+    readonly namespace: string,
+  ) {
+    this.api = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  private async get(plural: string, name: string, group = 'serving.knative.dev', version = 'v1'): Promise<KnativeObject | undefined> {
+    try {
+      return (await this.api.getNamespacedCustomObject({ group, version, plural, namespace: this.namespace, name })) as KnativeObject;
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  service(name: string) {
+    return this.get('services', name);
+  }
+  revision(name: string) {
+    return this.get('revisions', name);
+  }
+  route(name: string) {
+    return this.get('routes', name);
+  }
+
+  /**
+   * A Knative Service of one container as a user writes it. The HPA autoscaler class: the
+   * default KPA scrapes pod IPs, which nothing may reach here.
+   */
+  async createService(name: string, template: { annotations?: Record<string, string>; env?: Record<string, string> } = {}): Promise<KnativeObject> {
+    return (await this.api.createNamespacedCustomObject({
+      group: 'serving.knative.dev',
+      version: 'v1',
+      plural: 'services',
+      namespace: this.namespace,
+      body: {
+        apiVersion: 'serving.knative.dev/v1',
+        kind: 'Service',
+        metadata: { name },
+        spec: { template: serviceTemplate(template) },
+      },
+    })) as KnativeObject;
+  }
+
+  /** A new template, as `kn service update` sends it: Knative creates the next Revision. */
+  async updateService(name: string, template: { annotations?: Record<string, string>; env?: Record<string, string> }): Promise<void> {
+    await this.api.patchNamespacedCustomObject(
+      { group: 'serving.knative.dev', version: 'v1', plural: 'services', namespace: this.namespace, name, body: { spec: { template: serviceTemplate(template) } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+}
+
+function serviceTemplate(t: { annotations?: Record<string, string>; env?: Record<string, string> }): object {
+  return {
+    metadata: { annotations: { 'autoscaling.knative.dev/class': 'hpa.autoscaling.knative.dev', ...t.annotations } },
+    spec: {
+      containers: [
+        {
+          image: 'dev.local/demo/app:v1',
+          ...(t.env ? { env: Object.entries(t.env).map(([name, value]) => ({ name, value })) } : {}),
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * Waits until the gate's webhook stamps a Revision carrying `annotations` with `hook` (a hook
+ * created a moment ago is not in the gate's cache yet), by a dry-run create that runs every
+ * admission webhook and stores nothing. Unlike the integration harness's probe, the Revision
+ * names no Configuration: Knative's own validation, which runs here, refuses a
+ * serving.knative.dev/configuration label without the matching owner reference.
+ */
+export async function waitUntilStamped(env: GateEnv, hook: string, annotations: Record<string, string>): Promise<void> {
+  await waitFor(
+    async () => {
+      const rev = (await env.custom.createNamespacedCustomObject({
+        group: 'serving.knative.dev',
+        version: 'v1',
+        plural: 'revisions',
+        namespace: env.namespace,
+        dryRun: 'All',
+        body: {
+          apiVersion: 'serving.knative.dev/v1',
+          kind: 'Revision',
+          metadata: { name: `stamp-probe-${Date.now()}`, annotations },
+          spec: { containers: [{ image: 'dev.local/demo/app:v1' }] },
+        },
+      })) as KnativeObject;
+      return (JSON.parse(rev.metadata?.annotations?.['prestart.dev/hooks'] ?? '[]') as string[]).includes(hook);
+    },
+    { timeoutMs: 30_000, what: `the gate's webhook to apply hook ${hook}` },
+  );
+}
+
+export interface Sighting<T> {
+  object: T;
+  /** performance.now() when the watch delivered it. */
+  at: number;
+}
+
+/**
+ * Watches a collection from now on and keeps every ADDED/MODIFIED object with the time it was
+ * seen, so a test can ask afterwards what existed when, instead of sampling now and then.
+ */
+export async function watchCollection<T extends { metadata?: { name?: string } }>(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string> = {},
+): Promise<{ seen: Sighting<T>[]; stop(): void }> {
+  const seen: Sighting<T>[] = [];
+  let stopped = false;
+  let controller: AbortController | undefined;
+  const start = async (): Promise<void> => {
+    controller = await new Watch(kc).watch(
+      path,
+      query,
+      (phase, obj: T) => {
+        if (phase === 'ADDED' || phase === 'MODIFIED') seen.push({ object: obj, at: performance.now() });
+      },
+      // A watch the apiserver ends (timeout) is resumed; seeing an object again is harmless.
+      () => {
+        if (!stopped) void start();
+      },
+    );
+  };
+  await start();
+  return {
+    seen,
+    stop() {
+      stopped = true;
+      controller?.abort();
+    },
+  };
+}
+
+/** Resolves with the first sighting `ok` accepts, or throws one line naming `what` after timeoutMs. */
+export async function firstSighting<T>(sightings: Sighting<T>[], ok: (o: T) => boolean, what: string, timeoutMs: number): Promise<Sighting<T>> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const hit = sightings.find((s) => ok(s.object));
+    if (hit) return hit;
+    if (performance.now() > deadline) throw new WaitTimeoutError(`timed out after ${(timeoutMs / 1000).toFixed(1)}s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export interface CoreEvent {
+  metadata?: { name?: string };
+  reason?: string;
+  message?: string;
+  count?: number;
+  type?: string;
+  source?: { component?: string };
+  involvedObject?: { name?: string; kind?: string };
+}
+
+/** Knative's reconcile attempts of one object, one per increment of its InternalError event's count. */
+export function retryTimes(events: Sighting<CoreEvent>[]): { count: number; at: number }[] {
+  const out: { count: number; at: number }[] = [];
+  let last = 0;
+  for (const { object, at } of events) {
+    if (object.reason !== 'InternalError') continue;
+    const count = object.count ?? 1;
+    if (count > last) {
+      out.push({ count, at });
+      last = count;
+    }
+  }
+  return out;
+}
+
+/**
+ * STAND-IN for a Knative networking layer (Istio, Kourier, Contour: none runs here). It does
+ * what such a layer reports once it programmed an Ingress, and nothing else: marks every
+ * Ingress of the namespace Ready for its current generation, with a cluster-internal load
+ * balancer name. Knative's route reconciler then marks the Route, and so the Service, Ready.
+ * No traffic flows anywhere: the suite reads traffic from Route/Service status only.
+ */
+export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop(): void } {
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const group = 'networking.internal.knative.dev';
+  const version = 'v1alpha1';
+  let stopped = false;
+  const lb = { ingress: [{ domainInternal: 'stand-in-ingress.knative-serving.svc.cluster.local' }] };
+  const loop = async () => {
+    while (!stopped) {
+      try {
+        const list = (await api.listNamespacedCustomObject({ group, version, namespace, plural: 'ingresses' })) as {
+          items: (KnativeObject & { metadata: { name: string; generation: number } })[];
+        };
+        for (const ing of list.items) {
+          const ready = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
+          if (ready) continue;
+          const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+          const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+          await api.patchNamespacedCustomObjectStatus(
+            {
+              group,
+              version,
+              namespace,
+              plural: 'ingresses',
+              name: ing.metadata.name,
+              body: { status: { observedGeneration: ing.metadata.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb } },
+            },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          );
+        }
+      } catch {
+        // A conflict or a namespace going away: the next round sees the current state.
+      }
+      // A controller's poll period, not a test waiting on a condition.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+  void loop();
+  return {
+    stop() {
+      stopped = true;
+    },
+  };
+}
