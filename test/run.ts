@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
 import { BUILD_SCRIPT_PATH } from './cluster/binaries.ts';
 import { type Cluster, startCluster } from './cluster/control-plane.ts';
 import { ClusterStartError } from './cluster/errors.ts';
@@ -88,7 +89,7 @@ function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<number
  */
 function testCounter() {
   const counts = { passed: 0, failed: 0 };
-  const plain = (line: string) => line.replace(/\x1b\[[0-9;]*m/g, '').trimStart();
+  const plain = (line: string) => stripVTControlCharacters(line).trimStart();
   return {
     counts,
     onLine: (line: string) => {
@@ -107,8 +108,7 @@ function avaArgs(args: string[]): string[] {
 
 async function main(): Promise<never> {
   const t0 = performance.now();
-  let built = await run('bash', [BUILD_SCRIPT_PATH, 'all']);
-  if (built === 0 && e2e) built = await run('bash', [BUILD_SCRIPT_PATH, 'knative-serving']);
+  const built = await run('bash', [BUILD_SCRIPT_PATH, 'all']);
   if (interrupted) return finish(signalExitCode(interrupted));
   if (built !== 0) {
     say(`building the control-plane binaries failed (exit ${built}); see the lines above`);

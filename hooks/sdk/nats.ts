@@ -133,7 +133,9 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     const submission = runner.submit(request, publish);
     if (submission.type === 'skipped') {
       log.info({ event: request.key, reason: submission.reason }, 'request not run');
-      m.ack();
+      // Shutting down is no answer to the request: another replica takes it.
+      if (stopping) m.nak();
+      else m.ack();
       return;
     }
     if (submission.type === 'finished') {

@@ -64,7 +64,7 @@ export interface GateEnv {
 }
 
 /** A namespace of its own and, unless `inProcess` is false, a gate running in this process. */
-export async function gateEnv(name: string, { inProcess = true } = {}): Promise<GateEnv> {
+export async function gateEnv(name: string, { inProcess = true, nats }: { inProcess?: boolean; nats?: string } = {}): Promise<GateEnv> {
   const cluster = await installedCluster();
   const admin = cluster.kubeConfig;
   const instance = `${name}-${randomBytes(3).toString('hex')}`;
@@ -96,6 +96,7 @@ export async function gateEnv(name: string, { inProcess = true } = {}): Promise<
           sink: { host: '127.0.0.1', port: 0, maxBytes: 64 * 1024 },
           source: `/apis/prestart.dev/v1alpha1/gate/${instance}`,
           workers: 4,
+          ...(nats ? { nats: { servers: nats } } : {}),
         },
         pino({ name: instance, level: process.env.GATE_LOG_LEVEL ?? 'warn' }),
       );

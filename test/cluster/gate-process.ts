@@ -2,10 +2,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from './wait.ts';
 import type { GateEnv } from './gate-harness.ts';
+import { waitFor } from './wait.ts';
 
 const cli = fileURLToPath(new URL('../../gate/cli.ts', import.meta.url));
+/**
+ * Set to a compiled CLI (`npm run build` makes dist/gate/cli.js) to run that instead of the
+ * source under tsx, whose loader alone adds ~85 MiB to the process: benches that weigh the gate.
+ */
+export const GATE_CLI_ENV = 'KNATIVE_PRESTART_GATE_CLI';
 
 export interface GateProcess {
   child: ChildProcess;
@@ -20,11 +25,10 @@ export interface GatePorts {
 }
 
 /** Starts `knative-prestart gate` for env's namespace; `crashAt` arms a crash point. */
-export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string): Promise<GateProcess> {
+export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string, nats?: string): Promise<GateProcess> {
+  const compiled = process.env[GATE_CLI_ENV];
   const args = [
-    '--import',
-    'tsx',
-    cli,
+    ...(compiled ? [compiled] : ['--import', 'tsx', cli]),
     'gate',
     '--kubeconfig',
     env.gateKubeconfigPath,
@@ -46,6 +50,7 @@ export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string
     '3',
     '--log-level',
     'warn',
+    ...(nats ? ['--nats', nats] : []),
   ];
   const { KNATIVE_PRESTART_CRASH_AT: _, ...inherited } = process.env;
   const child = spawn(process.execPath, args, {

@@ -10,8 +10,9 @@
 //   here): Revisions use the HPA class, and an empty `activator-service` Endpoints says "no
 //   activator", which puts every ServerlessService in Serve mode;
 // - no queue-proxy: pods run on kwok nodes, which mark them Running/Ready without containers.
-import { mkdir, readFile } from 'node:fs/promises';
+
 import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyManifests, parseManifests } from './apply.ts';
@@ -67,7 +68,9 @@ function servingArtifacts(): ServingArtifacts {
   const artifacts = { controllers: join(dir, 'serving-controllers'), webhook: join(dir, 'webhook'), config: join(dir, 'config') };
   const missing = [artifacts.controllers, artifacts.webhook, join(artifacts.config, 'caching', 'image.yaml')].filter((p) => !existsSync(p));
   if (missing.length > 0) {
-    throw new ClusterStartError(`missing Knative Serving ${version} build output (${missing.join(', ')}): run ${BUILD_SCRIPT} knative-serving`);
+    throw new ClusterStartError(
+      `missing Knative Serving ${version} build output (${missing.join(', ')}): run ${BUILD_SCRIPT} knative-serving`,
+    );
   }
   return artifacts;
 }
@@ -79,13 +82,16 @@ function servingArtifacts(): ServingArtifacts {
  */
 async function configMaps(config: string, overrides: Record<string, Record<string, string>>): Promise<string> {
   const sources = [
-    ...['autoscaler', 'defaults', 'deployment', 'domain', 'features', 'gc', 'leader-election', 'logging', 'observability', 'tracing'].map((n) =>
-      join(config, 'core', 'configmaps', `${n}.yaml`),
+    ...['autoscaler', 'defaults', 'deployment', 'domain', 'features', 'gc', 'leader-election', 'logging', 'observability', 'tracing'].map(
+      (n) => join(config, 'core', 'configmaps', `${n}.yaml`),
     ),
     join(config, 'networking', 'config-network.yaml'),
   ];
   const wanted: Record<string, Record<string, string>> = {
-    'config-deployment': { 'queue-sidecar-image': QUEUE_SIDECAR_IMAGE, 'registries-skipping-tag-resolving': 'kind.local,ko.local,dev.local' },
+    'config-deployment': {
+      'queue-sidecar-image': QUEUE_SIDECAR_IMAGE,
+      'registries-skipping-tag-resolving': 'kind.local,ko.local,dev.local',
+    },
   };
   for (const [name, data] of Object.entries(overrides)) wanted[name] = { ...wanted[name], ...data };
   const docs: string[] = [];
@@ -169,7 +175,12 @@ export async function startKnativeServing(cluster: Cluster, opts: StartKnativeSe
   await applyManifests(
     admin,
     [
-      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'activator-service', namespace: KNATIVE_NAMESPACE }, spec: { ports: [{ name: 'http', port: 80 }] } },
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'activator-service', namespace: KNATIVE_NAMESPACE },
+        spec: { ports: [{ name: 'http', port: 80 }] },
+      },
       { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'activator-service', namespace: KNATIVE_NAMESPACE } },
     ]
       .map((o) => JSON.stringify(o))
@@ -268,7 +279,9 @@ export async function startKnativeServing(cluster: Cluster, opts: StartKnativeSe
     components.push(c);
     void c.exited.then((info) => {
       if (!stopping && running) {
-        process.stderr.write(`knative-serving: ${c.name} ${describeExit(info)} while running; last lines of ${c.logFile}:\n${logTail(c.logFile, 10)}\n`);
+        process.stderr.write(
+          `knative-serving: ${c.name} ${describeExit(info)} while running; last lines of ${c.logFile}:\n${logTail(c.logFile, 10)}\n`,
+        );
       }
     });
   }
@@ -278,7 +291,10 @@ export async function startKnativeServing(cluster: Cluster, opts: StartKnativeSe
     await stopComponents(components, 3000);
     unregisterExitHook();
     if (err instanceof WaitTimeoutError) {
-      throw new ClusterStartError(`knative-serving: ${err.message} (logs in ${logsDir})`, components.map((c) => `last lines of ${c.name}.log:\n${logTail(c.logFile, 8)}`).join('\n'));
+      throw new ClusterStartError(
+        `knative-serving: ${err.message} (logs in ${logsDir})`,
+        components.map((c) => `last lines of ${c.name}.log:\n${logTail(c.logFile, 8)}`).join('\n'),
+      );
     }
     throw err;
   };
@@ -312,11 +328,17 @@ export async function startKnativeServing(cluster: Cluster, opts: StartKnativeSe
     await waitFor(
       async () => {
         const log = await readFile(controllerLog, 'utf8');
-        const missing = reconcilers.filter((r) => !log.includes(`has started leading \\"controller.knative.dev.serving.pkg.reconciler.${r}.reconciler.`));
+        const missing = reconcilers.filter(
+          (r) => !log.includes(`has started leading \\"controller.knative.dev.serving.pkg.reconciler.${r}.reconciler.`),
+        );
         if (missing.length > 0) throw new Error(`not yet leading: ${missing.join(', ')}`);
         return true;
       },
-      { what: "Knative's reconcilers to lead (revision, configuration, route, service, serverlessservice, hpa)", timeoutMs: left(), bail: earlyExit },
+      {
+        what: "Knative's reconcilers to lead (revision, configuration, route, service, serverlessservice, hpa)",
+        timeoutMs: left(),
+        bail: earlyExit,
+      },
     );
   } catch (err) {
     return fail(err);

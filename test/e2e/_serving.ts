@@ -47,7 +47,9 @@ export function condition(obj: KnativeObject | undefined, type: string): Conditi
 
 /** "Ready=Unknown/Deploying, ResourcesAvailable=…": for failure messages. */
 export function conditionsLine(obj: KnativeObject | undefined): string {
-  return (obj?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.reason ? `/${c.reason}` : ''}`).join(', ') || '(no conditions)';
+  return (
+    (obj?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}${c.reason ? `/${c.reason}` : ''}`).join(', ') || '(no conditions)'
+  );
 }
 
 export class Knative {
@@ -82,7 +84,10 @@ export class Knative {
    * A Knative Service of one container as a user writes it. The HPA autoscaler class: the
    * default KPA scrapes pod IPs, which nothing may reach here.
    */
-  async createService(name: string, template: { annotations?: Record<string, string>; env?: Record<string, string> } = {}): Promise<KnativeObject> {
+  async createService(
+    name: string,
+    template: { annotations?: Record<string, string>; env?: Record<string, string> } = {},
+  ): Promise<KnativeObject> {
     return (await this.api.createNamespacedCustomObject({
       group: 'serving.knative.dev',
       version: 'v1',
@@ -100,7 +105,14 @@ export class Knative {
   /** A new template, as `kn service update` sends it: Knative creates the next Revision. */
   async updateService(name: string, template: { annotations?: Record<string, string>; env?: Record<string, string> }): Promise<void> {
     await this.api.patchNamespacedCustomObject(
-      { group: 'serving.knative.dev', version: 'v1', plural: 'services', namespace: this.namespace, name, body: { spec: { template: serviceTemplate(template) } } },
+      {
+        group: 'serving.knative.dev',
+        version: 'v1',
+        plural: 'services',
+        namespace: this.namespace,
+        name,
+        body: { spec: { template: serviceTemplate(template) } },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
   }
@@ -191,7 +203,12 @@ export async function watchCollection<T extends { metadata?: { name?: string } }
 }
 
 /** Resolves with the first sighting `ok` accepts, or throws one line naming `what` after timeoutMs. */
-export async function firstSighting<T>(sightings: Sighting<T>[], ok: (o: T) => boolean, what: string, timeoutMs: number): Promise<Sighting<T>> {
+export async function firstSighting<T>(
+  sightings: Sighting<T>[],
+  ok: (o: T) => boolean,
+  what: string,
+  timeoutMs: number,
+): Promise<Sighting<T>> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const hit = sightings.find((s) => ok(s.object));
@@ -249,7 +266,11 @@ export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop()
           const ready = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
           if (ready) continue;
           const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-          const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+          const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({
+            type,
+            status: 'True',
+            lastTransitionTime: now,
+          }));
           await api.patchNamespacedCustomObjectStatus(
             {
               group,
@@ -257,7 +278,9 @@ export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop()
               namespace,
               plural: 'ingresses',
               name: ing.metadata.name,
-              body: { status: { observedGeneration: ing.metadata.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb } },
+              body: {
+                status: { observedGeneration: ing.metadata.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb },
+              },
             },
             setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
           );

@@ -7,8 +7,6 @@
 // reads Route/Service readiness or traffic; see docs/testing.md.
 import { ApiException, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { type KnativeServing, startKnativeServing } from '../cluster/knative-serving.ts';
-import { waitFor } from '../cluster/wait.ts';
 import {
   createHook,
   deleteHook,
@@ -19,13 +17,15 @@ import {
   startHookServer,
   waitForRun,
 } from '../cluster/gate-harness.ts';
+import { type KnativeServing, startKnativeServing } from '../cluster/knative-serving.ts';
+import { waitFor } from '../cluster/wait.ts';
 import { asyncReply, syncReply } from '../integration/gate/_replies.ts';
 import {
   type CoreEvent,
   condition,
   conditionsLine,
-  isHeld,
   firstSighting,
+  isHeld,
   Knative,
   type KnativeObject,
   retryTimes,
@@ -66,7 +66,10 @@ test.before(async () => {
     name,
     hookSpec(
       {
-        match: { annotation: { key: BINDING, value: 'demo-db' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: {
+          annotation: { key: BINDING, value: 'demo-db' },
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+        },
         contributions: { allowed: ['env', 'volume'] },
         timeout: '5m',
         delivery: { transport: 'http', url: db.url },
@@ -131,102 +134,129 @@ function deploymentsOf(sightings: Sighting<V1Deployment>[], revision: string): S
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
-test.serial('Knative creates the Revision, the gate holds it before its Deployment, and the reply releases it at once, not at Knative’s next retry', async (t) => {
-  const deployments = await watchCollection<V1Deployment>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
-  const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, {
-    fieldSelector: 'involvedObject.name=demo-00001',
-  });
-  t.teardown(() => {
-    deployments.stop();
-    events.stop();
-  });
+test.serial(
+  'Knative creates the Revision, the gate holds it before its Deployment, and the reply releases it at once, not at Knative’s next retry',
+  async (t) => {
+    const deployments = await watchCollection<V1Deployment>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
+    const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, {
+      fieldSelector: 'involvedObject.name=demo-00001',
+    });
+    t.teardown(() => {
+      deployments.stop();
+      events.stop();
+    });
 
-  const created = performance.now();
-  await kn.createService('demo', { annotations: { [BINDING]: 'demo-db' } });
-  const rev = await waitForRevision('demo-00001', 'created by Knative', () => true);
-  t.true(isHeld(rev), 'the gate stamped the hold label on the Revision Knative created');
-  t.is(rev.metadata?.labels?.['serving.knative.dev/service'], 'demo', 'the Revision is Knative’s, of Service demo');
-  const request = await requestFor('demo-00001');
-  t.is(request.headers['ce-type'], 'revision.prestart.requested');
+    const created = performance.now();
+    await kn.createService('demo', { annotations: { [BINDING]: 'demo-db' } });
+    const rev = await waitForRevision('demo-00001', 'created by Knative', () => true);
+    t.true(isHeld(rev), 'the gate stamped the hold label on the Revision Knative created');
+    t.is(rev.metadata?.labels?.['serving.knative.dev/service'], 'demo', 'the Revision is Knative’s, of Service demo');
+    const request = await requestFor('demo-00001');
+    t.is(request.headers['ce-type'], 'revision.prestart.requested');
 
-  // Knative tried to create the Deployment and the hold policy refused: deploying, not failed.
-  const deploying = await waitForRevision(
-    'demo-00001',
-    'ResourcesAvailable=Unknown/Deploying',
-    (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
-  );
-  t.is(condition(deploying, 'ResourcesAvailable')?.status, 'Unknown');
-  t.is(condition(deploying, 'Ready')?.status, 'Unknown', `Ready is Unknown, not False (${conditionsLine(deploying)})`);
-  t.is(condition(deploying, 'Ready')?.reason, 'Deploying');
-  const warning = await firstSighting(events.seen, (e) => e.reason === 'InternalError', 'Knative’s InternalError event on demo-00001', 30_000);
-  t.is(warning.object.type, 'Warning');
-  t.is(warning.object.source?.component, 'revision-controller');
-  t.regex(warning.object.message ?? '', /failed to create deployment "demo-00001-deployment"/);
-  t.regex(
-    warning.object.message ?? '',
-    new RegExp(`knative-prestart: Revision demo-00001 is held until its pre-start hooks finish; see: kubectl get prestartrun demo-00001 -n ${env.namespace}`),
-  );
+    // Knative tried to create the Deployment and the hold policy refused: deploying, not failed.
+    const deploying = await waitForRevision(
+      'demo-00001',
+      'ResourcesAvailable=Unknown/Deploying',
+      (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
+    );
+    t.is(condition(deploying, 'ResourcesAvailable')?.status, 'Unknown');
+    t.is(condition(deploying, 'Ready')?.status, 'Unknown', `Ready is Unknown, not False (${conditionsLine(deploying)})`);
+    t.is(condition(deploying, 'Ready')?.reason, 'Deploying');
+    const warning = await firstSighting(
+      events.seen,
+      (e) => e.reason === 'InternalError',
+      'Knative’s InternalError event on demo-00001',
+      30_000,
+    );
+    t.is(warning.object.type, 'Warning');
+    t.is(warning.object.source?.component, 'revision-controller');
+    t.regex(warning.object.message ?? '', /failed to create deployment "demo-00001-deployment"/);
+    t.regex(
+      warning.object.message ?? '',
+      new RegExp(
+        `knative-prestart: Revision demo-00001 is held until its pre-start hooks finish; see: kubectl get prestartrun demo-00001 -n ${env.namespace}`,
+      ),
+    );
 
-  // Hold until Knative's backoff has grown: one gap of 20 s means the next one is about 40 s.
-  await waitFor(
-    () => {
-      const tries = retryTimes(events.seen);
-      return tries.some((r, i) => i > 0 && r.at - (tries[i - 1]?.at ?? r.at) >= 20_000);
-    },
-    { timeoutMs: 90_000, what: 'Knative’s retry backoff to reach 20 s (from its InternalError event count)' },
-  );
-  const tries = retryTimes(events.seen);
-  const gaps = tries.map((r, i) => (i === 0 ? 0 : r.at - (tries[i - 1] as { at: number }).at));
-  t.log(`Knative's attempts to create the Deployment (InternalError count, time after the Service was created, gap):`);
-  for (const [i, r] of tries.entries()) t.log(`  #${r.count} at +${seconds(r.at - created)}${i > 0 ? ` (gap ${seconds(gaps[i] ?? 0)})` : ''}`);
-  const last = tries.at(-1) as { count: number; at: number };
-  const lastGap = gaps.at(-1) ?? 0;
-  // Knative's per-item backoff doubles: the next attempt comes about one more doubled gap later.
-  const nextRetry = last.at + 2 * lastGap;
-  t.deepEqual(deploymentsOf(deployments.seen, 'demo-00001'), [], 'no Deployment while held');
-  const held = await kn.revision('demo-00001');
-  t.true(isHeld(held));
-  t.is(condition(held, 'Ready')?.status, 'Unknown', 'still deploying, not failed, after the hold');
+    // Hold until Knative's backoff has grown: one gap of 20 s means the next one is about 40 s.
+    await waitFor(
+      () => {
+        const tries = retryTimes(events.seen);
+        return tries.some((r, i) => i > 0 && r.at - (tries[i - 1]?.at ?? r.at) >= 20_000);
+      },
+      { timeoutMs: 90_000, what: 'Knative’s retry backoff to reach 20 s (from its InternalError event count)' },
+    );
+    const tries = retryTimes(events.seen);
+    const gaps = tries.map((r, i) => (i === 0 ? 0 : r.at - (tries[i - 1] as { at: number }).at));
+    t.log(`Knative's attempts to create the Deployment (InternalError count, time after the Service was created, gap):`);
+    for (const [i, r] of tries.entries())
+      t.log(`  #${r.count} at +${seconds(r.at - created)}${i > 0 ? ` (gap ${seconds(gaps[i] ?? 0)})` : ''}`);
+    const last = tries.at(-1) as { count: number; at: number };
+    const lastGap = gaps.at(-1) ?? 0;
+    // Knative's per-item backoff doubles: the next attempt comes about one more doubled gap later.
+    const nextRetry = last.at + 2 * lastGap;
+    t.deepEqual(deploymentsOf(deployments.seen, 'demo-00001'), [], 'no Deployment while held');
+    const held = await kn.revision('demo-00001');
+    t.true(isHeld(held));
+    t.is(condition(held, 'Ready')?.status, 'Unknown', 'still deploying, not failed, after the hold');
 
-  const replied = performance.now();
-  await provisionDatabase(request, 'demo-db');
-  const deployment = await firstSighting(deployments.seen, (d) => d.metadata?.labels?.['serving.knative.dev/revision'] === 'demo-00001', 'Knative to create the Deployment of demo-00001 after the reply', 30_000);
-  const afterReply = deployment.at - replied;
-  t.log(`hook replied ${seconds(replied - created)} after the Service was created; Knative created the Deployment ${seconds(afterReply)} after the reply`);
-  t.log(`Knative's next retry was due about ${seconds(nextRetry - replied)} after the reply (last gap ${seconds(lastGap)})`);
-  t.true(afterReply < 5_000, `the Deployment appears within 5 s of the reply (took ${seconds(afterReply)})`);
-  t.true(deployment.at < nextRetry - 10_000, 'the Deployment appears well before Knative’s next backoff retry');
+    const replied = performance.now();
+    await provisionDatabase(request, 'demo-db');
+    const deployment = await firstSighting(
+      deployments.seen,
+      (d) => d.metadata?.labels?.['serving.knative.dev/revision'] === 'demo-00001',
+      'Knative to create the Deployment of demo-00001 after the reply',
+      30_000,
+    );
+    const afterReply = deployment.at - replied;
+    t.log(
+      `hook replied ${seconds(replied - created)} after the Service was created; Knative created the Deployment ${seconds(afterReply)} after the reply`,
+    );
+    t.log(`Knative's next retry was due about ${seconds(nextRetry - replied)} after the reply (last gap ${seconds(lastGap)})`);
+    t.true(afterReply < 5_000, `the Deployment appears within 5 s of the reply (took ${seconds(afterReply)})`);
+    t.true(deployment.at < nextRetry - 10_000, 'the Deployment appears well before Knative’s next backoff retry');
 
-  // The pods carry the binding the hook contributed; Knative reports the Revision Ready.
-  const pod: V1Pod = await waitFor(
-    async () => {
-      const pods = await env.core.listNamespacedPod({ namespace: env.namespace, labelSelector: 'serving.knative.dev/revision=demo-00001' });
-      return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    },
-    { timeoutMs: 60_000, what: 'a Ready pod of demo-00001 (kwok node)' },
-  );
-  const app = pod.spec?.containers.find((c) => c.name === 'user-container');
-  t.like(app?.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'url' });
-  t.truthy(app?.volumeMounts?.find((m) => m.mountPath === '/bindings/db' && m.readOnly), 'the binding is mounted at /bindings/db');
-  t.truthy(pod.spec?.volumes?.find((v) => v.secret?.secretName === 'demo-db'));
-  t.falsy(pod.spec?.containers.find((c) => c.name === 'queue-proxy')?.env?.some((e) => e.name === 'DATABASE_URL'), 'queue-proxy gets no binding');
-  const ready = await waitForRevision('demo-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
-  t.false(isHeld(ready));
-  t.log(`Revision demo-00001 Ready ${seconds(performance.now() - replied)} after the reply`);
+    // The pods carry the binding the hook contributed; Knative reports the Revision Ready.
+    const pod: V1Pod = await waitFor(
+      async () => {
+        const pods = await env.core.listNamespacedPod({
+          namespace: env.namespace,
+          labelSelector: 'serving.knative.dev/revision=demo-00001',
+        });
+        return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      },
+      { timeoutMs: 60_000, what: 'a Ready pod of demo-00001 (kwok node)' },
+    );
+    const app = pod.spec?.containers.find((c) => c.name === 'user-container');
+    t.like(app?.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'url' });
+    t.truthy(
+      app?.volumeMounts?.find((m) => m.mountPath === '/bindings/db' && m.readOnly),
+      'the binding is mounted at /bindings/db',
+    );
+    t.truthy(pod.spec?.volumes?.find((v) => v.secret?.secretName === 'demo-db'));
+    t.falsy(
+      pod.spec?.containers.find((c) => c.name === 'queue-proxy')?.env?.some((e) => e.name === 'DATABASE_URL'),
+      'queue-proxy gets no binding',
+    );
+    const ready = await waitForRevision('demo-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    t.false(isHeld(ready));
+    t.log(`Revision demo-00001 Ready ${seconds(performance.now() - replied)} after the reply`);
 
-  // With the networking stand-in marking Ingresses Ready, the Service is Ready and routes to it.
-  const svc = await waitFor(
-    async () => {
-      const s = await kn.service('demo');
-      return condition(s, 'Ready')?.status === 'True' ? s : undefined;
-    },
-    { timeoutMs: 60_000, what: 'Service demo Ready (Ingress stand-in)' },
-  );
-  t.deepEqual(
-    svc.status?.traffic?.map((x) => [x.revisionName, x.percent]),
-    [['demo-00001', 100]],
-  );
-});
+    // With the networking stand-in marking Ingresses Ready, the Service is Ready and routes to it.
+    const svc = await waitFor(
+      async () => {
+        const s = await kn.service('demo');
+        return condition(s, 'Ready')?.status === 'True' ? s : undefined;
+      },
+      { timeoutMs: 60_000, what: 'Service demo Ready (Ingress stand-in)' },
+    );
+    t.deepEqual(
+      svc.status?.traffic?.map((x) => [x.revisionName, x.percent]),
+      [['demo-00001', 100]],
+    );
+  },
+);
 
 test.serial('a Service update: traffic stays on the old Revision while the new one is held, and moves when it is released', async (t) => {
   const deployments = await watchCollection<V1Deployment>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
@@ -235,12 +265,18 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
   const rev = await waitForRevision('demo-00002', 'created by Knative', () => true);
   t.true(isHeld(rev));
   const request = await requestFor('demo-00002');
-  await waitForRevision('demo-00002', 'ResourcesAvailable=Unknown/Deploying', (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying');
+  await waitForRevision(
+    'demo-00002',
+    'ResourcesAvailable=Unknown/Deploying',
+    (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
+  );
 
   const whileHeld = await waitFor(
     async () => {
       const s = await kn.service('demo');
-      return s?.status?.latestCreatedRevisionName === 'demo-00002' && s.status.observedGeneration === s.metadata?.generation ? s : undefined;
+      return s?.status?.latestCreatedRevisionName === 'demo-00002' && s.status.observedGeneration === s.metadata?.generation
+        ? s
+        : undefined;
     },
     { what: 'Service demo to observe its new Revision demo-00002' },
   );
@@ -250,7 +286,11 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
     [['demo-00001', 100]],
     'traffic stays on the old Revision',
   );
-  t.not(condition(whileHeld, 'Ready')?.status, 'False', `the Service is not failed while the new Revision is held (${conditionsLine(whileHeld)})`);
+  t.not(
+    condition(whileHeld, 'Ready')?.status,
+    'False',
+    `the Service is not failed while the new Revision is held (${conditionsLine(whileHeld)})`,
+  );
   const route = await kn.route('demo');
   t.deepEqual(
     route?.status?.traffic?.map((x) => [x.revisionName, x.percent]),
@@ -282,14 +322,19 @@ test.serial('a failing hook keeps Knative’s Revision held, and Knative’s eve
     name,
     hookSpec(
       {
-        match: { annotation: { key: BINDING, value: 'big-db' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: {
+          annotation: { key: BINDING, value: 'big-db' },
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+        },
         delivery: { transport: 'http', url: failing.url },
       },
       env.namespace,
     ),
   );
   await waitUntilStamped(env, name, { [BINDING]: 'big-db' });
-  const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, { fieldSelector: 'involvedObject.name=big-00001' });
+  const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, {
+    fieldSelector: 'involvedObject.name=big-00001',
+  });
   t.teardown(() => events.stop());
 
   await kn.createService('big', { annotations: { [BINDING]: 'big-db' } });
@@ -306,6 +351,9 @@ test.serial('a failing hook keeps Knative’s Revision held, and Knative’s eve
   const rev = await kn.revision('big-00001');
   t.true(isHeld(rev), 'still held');
   t.is(condition(rev, 'ResourcesAvailable')?.status, 'Unknown', `Knative still reports it deploying (${conditionsLine(rev)})`);
-  const deps = await env.apps.listNamespacedDeployment({ namespace: env.namespace, labelSelector: 'serving.knative.dev/revision=big-00001' });
+  const deps = await env.apps.listNamespacedDeployment({
+    namespace: env.namespace,
+    labelSelector: 'serving.knative.dev/revision=big-00001',
+  });
   t.is(deps.items.length, 0, 'no Deployment');
 });

@@ -1,0 +1,165 @@
+// The gate's memory while it holds many Revisions at once. The gate runs as its own process (the
+// CLI, as in production), so /proc/<pid>/status shows its resident set alone: VmRSS (now) and
+// VmHWM (peak since start). Read once after start with nothing held, then again once every
+// Revision is held with its PrestartRun Running and the hook's request Requested (the hook
+// answers 202 and never replies; timeout and resendInterval are an hour, so nothing moves).
+// Also prints the control plane's processes, for scale.
+//
+// By default the gate runs from source under tsx, whose loader alone adds ~85 MiB; for the figure
+// a production gate shows, build first and pass the compiled CLI:
+//
+//   node --import tsx bench/held-memory.ts [--revisions 1000] [--concurrency 16] [--settle 10]
+//   npm run build && node --import tsx bench/held-memory.ts --cli dist/gate/cli.js
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  createHook,
+  createRevision,
+  deleteHook,
+  gateEnv,
+  hookSpec,
+  startHookServer,
+  waitUntilStamped,
+} from '../test/cluster/gate-harness.ts';
+import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../test/cluster/gate-process.ts';
+import { freePorts } from '../test/cluster/ports.ts';
+import { waitFor } from '../test/cluster/wait.ts';
+import { controlPlaneMemory, inBatches, load, memoryKiB, type ProcessMemory, reproduce, table } from './_common.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    revisions: { type: 'string', default: '1000' },
+    concurrency: { type: 'string', default: '16' },
+    settle: { type: 'string', default: '10' },
+    cli: { type: 'string' },
+  },
+});
+const REVISIONS = Number(args.revisions);
+const CONCURRENCY = Number(args.concurrency);
+const SETTLE_S = Number(args.settle);
+
+const mib = (kib: number) => (kib / 1024).toFixed(1);
+const secondsSince = (t: number) => `${((performance.now() - t) / 1000).toFixed(1)} s`;
+const pause = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
+
+if (args.cli) {
+  const cli = resolve(args.cli);
+  if (!existsSync(cli)) throw new Error(`--cli ${args.cli}: no such file (npm run build makes dist/gate/cli.js)`);
+  process.env[GATE_CLI_ENV] = cli;
+}
+console.log(`held-memory: ${load()} at start`);
+console.log(
+  `gate: ${args.cli ? `compiled CLI ${args.cli}` : 'gate/cli.ts under tsx (its loader adds ~85 MiB; --cli dist/gate/cli.js for the compiled gate)'}`,
+);
+const t0 = performance.now();
+const env = await gateEnv(`bench-mem-${randomBytes(2).toString('hex')}`, { inProcess: false });
+const hookName = `${env.instance}-db`;
+let requested = 0;
+const hook = await startHookServer(async (req) => {
+  if (req.data.action === 'start') requested++;
+  return { status: 202 };
+});
+const [webhookPort, sinkPort] = await freePorts(2);
+let gate: GateProcess | undefined;
+const names = Array.from({ length: REVISIONS }, (_, i) => `held-${String(i + 1).padStart(5, '0')}`);
+
+/** Counts the namespace's PrestartRuns that hold their Revision with the request sent. */
+async function heldRuns(): Promise<number> {
+  const list = (await env.custom.listNamespacedCustomObject({
+    group: 'prestart.dev',
+    version: 'v1alpha1',
+    plural: 'prestartruns',
+    namespace: env.namespace,
+  })) as { items: { status?: { phase?: string; hooks?: { phase: string }[] } }[] };
+  return list.items.filter((r) => r.status?.phase === 'Running' && r.status.hooks?.[0]?.phase === 'Requested').length;
+}
+
+try {
+  await createHook(
+    env,
+    hookName,
+    hookSpec(
+      {
+        match: { annotation: { key: 'bench' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        timeout: '1h',
+        resendInterval: '1h',
+        delivery: { transport: 'http', url: hook.url },
+      },
+      env.namespace,
+    ),
+  );
+  gate = await spawnGate(env, { webhook: webhookPort as number, sink: sinkPort as number });
+  const pid = gate.child.pid as number;
+  await waitUntilStamped(env, hookName, { bench: 'yes' });
+  await pause(SETTLE_S);
+  const before = memoryKiB(pid);
+  console.log(`gate pid ${pid} up and stamping after ${secondsSince(t0)}; idle ${SETTLE_S} s; ${load()}`);
+
+  const t1 = performance.now();
+  await inBatches(names.length, CONCURRENCY, async (i) => {
+    await createRevision(env, names[i] as string, { annotations: { bench: 'yes' } });
+  });
+  const createdIn = secondsSince(t1);
+  await waitFor(async () => (await heldRuns()) === REVISIONS, {
+    timeoutMs: 240_000,
+    intervalMs: 1000,
+    what: `${REVISIONS} PrestartRuns Running with their request sent`,
+    bail: () => (gate?.child.exitCode !== null ? new Error(`the gate exited:\n${gate?.output()}`) : undefined),
+  });
+  const heldIn = secondsSince(t1);
+  const atHeld = memoryKiB(pid);
+  await pause(SETTLE_S);
+  const settled = memoryKiB(pid);
+  const loadHeld = load();
+
+  console.log(
+    `\n${REVISIONS} Revisions created in ${createdIn} (${CONCURRENCY} at a time), all held and Requested after ${heldIn}; hook got ${requested} requests`,
+  );
+  const row = (what: string, m: ProcessMemory) => [what, mib(m.rss), mib(m.hwm)];
+  const perRevision = (m: ProcessMemory) => (((m.rss - before.rss) / REVISIONS) as number).toFixed(1);
+  table([
+    ['gate process', 'VmRSS MiB', 'VmHWM MiB'],
+    row('0 Revisions held (after start)', before),
+    row(`${REVISIONS} held (as the last became Running)`, atHeld),
+    row(`${REVISIONS} held, ${SETTLE_S} s later`, settled),
+  ]);
+  console.log(
+    `  delta per held Revision (VmRSS): ${perRevision(atHeld)} KiB at once, ${perRevision(settled)} KiB after ${SETTLE_S} s; VmHWM delta ${(((atHeld.hwm - before.hwm) / REVISIONS) as number).toFixed(1)} KiB`,
+  );
+  console.log(`  ${loadHeld}`);
+  const cp = controlPlaneMemory(env.cluster.dir);
+  if (cp.length > 0) {
+    console.log('\ncontrol plane, for scale (same moment):');
+    table([['process', 'VmRSS MiB', 'VmHWM MiB'], ...cp.map((c) => row(c.name, c.memory))]);
+  }
+  console.log(`\ntotal ${secondsSince(t0)}`);
+  reproduce('bench/held-memory.ts');
+} finally {
+  await gate?.stop();
+  // Held Revisions carry the gate's cancel finalizer; with the gate gone, the admin lifts it so
+  // the namespace can go.
+  const custom = env.admin.makeApiClient(CustomObjectsApi);
+  await inBatches(names.length, CONCURRENCY, async (i) => {
+    await custom
+      .patchNamespacedCustomObject(
+        {
+          group: 'serving.knative.dev',
+          version: 'v1',
+          plural: 'revisions',
+          namespace: env.namespace,
+          name: names[i] as string,
+          body: { metadata: { finalizers: null } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      .catch(() => undefined);
+  });
+  await hook.close();
+  await deleteHook(env, hookName);
+  await env.stop();
+  await env.cluster.stop();
+}
+process.exit(0);
