@@ -3,7 +3,10 @@
 // VmHWM (peak since start). Read once after start with nothing held, then again once every
 // Revision is held with its PrestartRun Running and the hook's request Requested (the hook
 // answers 202 and never replies; timeout and resendInterval are an hour, so nothing moves).
-// Also prints the control plane's processes, for scale.
+// Each reading is followed by a full garbage collection inside the gate (bench/_heap-probe.mjs,
+// loaded through NODE_OPTIONS, answers SIGUSR2), then V8's heap in use and VmRSS again: the
+// memory the gate retains, apart from garbage it has not collected yet. Also prints the control
+// plane's processes, for scale.
 //
 // By default the gate runs from source under tsx, whose loader alone adds ~85 MiB; for the figure
 // a production gate shows, build first and pass the compiled CLI:
@@ -11,8 +14,10 @@
 //   node --import tsx bench/held-memory.ts [--revisions 1000] [--concurrency 16] [--settle 10]
 //   npm run build && node --import tsx bench/held-memory.ts --cli dist/gate/cli.js
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
@@ -28,6 +33,9 @@ import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../test/cluster/gate-
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
 import { controlPlaneMemory, inBatches, load, memoryKiB, type ProcessMemory, reproduce, table } from './_common.ts';
+
+const HEAP_PROBE = fileURLToPath(new URL('./_heap-probe.mjs', import.meta.url));
+const HEAP_FILE = join(tmpdir(), `held-memory-${process.pid}.json`);
 
 const { values: args } = parseArgs({
   options: {
@@ -50,6 +58,9 @@ if (args.cli) {
   if (!existsSync(cli)) throw new Error(`--cli ${args.cli}: no such file (npm run build makes dist/gate/cli.js)`);
   process.env[GATE_CLI_ENV] = cli;
 }
+// Inherited by the gate process only: this process spawns nothing else with node.
+process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import ${HEAP_PROBE}`.trim();
+process.env.BENCH_HEAP_FILE = HEAP_FILE;
 console.log(`held-memory: ${load()} at start`);
 console.log(
   `gate: ${args.cli ? `compiled CLI ${args.cli}` : 'gate/cli.ts under tsx (its loader adds ~85 MiB; --cli dist/gate/cli.js for the compiled gate)'}`,
@@ -65,6 +76,25 @@ const hook = await startHookServer(async (req) => {
 const [webhookPort, sinkPort] = await freePorts(2);
 let gate: GateProcess | undefined;
 const names = Array.from({ length: REVISIONS }, (_, i) => `held-${String(i + 1).padStart(5, '0')}`);
+
+interface AfterGc {
+  /** V8 heap in use after a full collection, KiB. */
+  heapUsed: number;
+  /** VmRSS after it, KiB. */
+  rss: number;
+}
+
+/** Asks the gate's heap probe for a full collection; its heap in use and resident set after it. */
+async function afterGc(pid: number): Promise<AfterGc> {
+  rmSync(HEAP_FILE, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  const usage = await waitFor(() => existsSync(HEAP_FILE) && (JSON.parse(readFileSync(HEAP_FILE, 'utf8')) as NodeJS.MemoryUsage), {
+    timeoutMs: 30_000,
+    what: "the gate's heap probe to answer",
+  });
+  rmSync(HEAP_FILE, { force: true });
+  return { heapUsed: usage.heapUsed / 1024, rss: memoryKiB(pid).rss };
+}
 
 /** Counts the namespace's PrestartRuns that hold their Revision with the request sent. */
 async function heldRuns(): Promise<number> {
@@ -96,6 +126,7 @@ try {
   await waitUntilStamped(env, hookName, { bench: 'yes' });
   await pause(SETTLE_S);
   const before = memoryKiB(pid);
+  const beforeGc = await afterGc(pid);
   console.log(`gate pid ${pid} up and stamping after ${secondsSince(t0)}; idle ${SETTLE_S} s; ${load()}`);
 
   const t1 = performance.now();
@@ -113,27 +144,36 @@ try {
   const atHeld = memoryKiB(pid);
   await pause(SETTLE_S);
   const settled = memoryKiB(pid);
+  const settledGc = await afterGc(pid);
   const loadHeld = load();
 
   console.log(
     `\n${REVISIONS} Revisions created in ${createdIn} (${CONCURRENCY} at a time), all held and Requested after ${heldIn}; hook got ${requested} requests`,
   );
-  const row = (what: string, m: ProcessMemory) => [what, mib(m.rss), mib(m.hwm)];
-  const perRevision = (m: ProcessMemory) => (((m.rss - before.rss) / REVISIONS) as number).toFixed(1);
+  const row = (what: string, m: ProcessMemory, gc?: AfterGc) => [
+    what,
+    mib(m.rss),
+    mib(m.hwm),
+    gc ? mib(gc.heapUsed) : '-',
+    gc ? mib(gc.rss) : '-',
+  ];
+  const per = (now: number, then: number) => ((now - then) / REVISIONS).toFixed(1);
   table([
-    ['gate process', 'VmRSS MiB', 'VmHWM MiB'],
-    row('0 Revisions held (after start)', before),
+    ['gate process', 'VmRSS MiB', 'VmHWM MiB', 'heap after GC MiB', 'VmRSS after GC MiB'],
+    row('0 Revisions held (after start)', before, beforeGc),
     row(`${REVISIONS} held (as the last became Running)`, atHeld),
-    row(`${REVISIONS} held, ${SETTLE_S} s later`, settled),
+    row(`${REVISIONS} held, ${SETTLE_S} s later`, settled, settledGc),
   ]);
   console.log(
-    `  delta per held Revision (VmRSS): ${perRevision(atHeld)} KiB at once, ${perRevision(settled)} KiB after ${SETTLE_S} s; VmHWM delta ${(((atHeld.hwm - before.hwm) / REVISIONS) as number).toFixed(1)} KiB`,
+    `  per held Revision: VmRSS +${per(atHeld.rss, before.rss)} KiB (at once), +${per(settled.rss, before.rss)} KiB (${SETTLE_S} s later); ` +
+      `VmHWM +${per(atHeld.hwm, before.hwm)} KiB; heap after GC +${per(settledGc.heapUsed, beforeGc.heapUsed)} KiB; ` +
+      `VmRSS after GC +${per(settledGc.rss, beforeGc.rss)} KiB`,
   );
   console.log(`  ${loadHeld}`);
   const cp = controlPlaneMemory(env.cluster.dir);
   if (cp.length > 0) {
     console.log('\ncontrol plane, for scale (same moment):');
-    table([['process', 'VmRSS MiB', 'VmHWM MiB'], ...cp.map((c) => row(c.name, c.memory))]);
+    table([['process', 'VmRSS MiB', 'VmHWM MiB'], ...cp.map((c) => [c.name, mib(c.memory.rss), mib(c.memory.hwm)])]);
   }
   console.log(`\ntotal ${secondsSince(t0)}`);
   reproduce('bench/held-memory.ts');

@@ -3,8 +3,9 @@
 //   (a) direct: AdmissionReview POSTs of a Knative-shaped Revision (two matching hooks in the
 //       gate's cache, three that do not match) over one HTTPS keep-alive connection, against a
 //       bare Node https server on 127.0.0.1 with the same key type (ECDSA P-256) that parses the
-//       review and answers `allowed: true`. Both run in this process, one request at a time,
-//       interleaved in rounds (ABBA) so they share the machine's noise.
+//       review and answers `allowed: true`, and against the same echo behind express and
+//       express.json() (the gate's framework). All run in this process, one request at a time,
+//       interleaved in rounds so they share the machine's noise.
 //   (b) through the apiserver: dry-run creates of the same Revision in the gated namespace
 //       (the apiserver calls the webhook and applies its patch) against a namespace the webhook
 //       does not select (no call): the cost a user sees on every Revision create. A third
@@ -17,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import https from 'node:https';
 import { parseArgs } from 'node:util';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
+import express from 'express';
 import { webhookConfigurationName } from '../gate/webhooks/tls.ts';
 import { createHook, deleteHook, type GateEnv, gateEnv, hookSpec, waitUntilStamped } from '../test/cluster/gate-harness.ts';
 import { type HttpsTestServer, startHttpsServer } from '../test/cluster/https-server.ts';
@@ -113,20 +115,35 @@ async function gateCaBundle(env: GateEnv): Promise<string> {
   return Buffer.from(bundle, 'base64').toString('utf8');
 }
 
-async function direct(env: GateEnv, echo: HttpsTestServer): Promise<{ gate: Summary; bare: Summary }> {
-  const gatePort = Number(new URL(env.gate.webhookUrl).port);
-  const gate: Target = {
-    name: 'gate',
-    port: gatePort,
-    agent: new https.Agent({ keepAlive: true, maxSockets: 1, ca: await gateCaBundle(env) }),
+/** The same answer through express and express.json(), as the gate's router parses reviews. */
+function startExpressEcho(): Promise<HttpsTestServer> {
+  const app = express();
+  app.use(express.json({ limit: 3 * 1024 * 1024 }));
+  app.post('/webhooks/revisions', (req, res) => {
+    const { request } = req.body as { request: { uid: string } };
+    res.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: request.uid, allowed: true } });
+  });
+  return startHttpsServer(app);
+}
+
+interface Direct {
+  bare: Summary;
+  express: Summary;
+  gate: Summary;
+}
+
+async function direct(env: GateEnv, echo: HttpsTestServer): Promise<Direct> {
+  const expressEcho = await startExpressEcho();
+  const target = (name: string, port: number, ca: string): Target => ({
+    name,
+    port,
+    agent: new https.Agent({ keepAlive: true, maxSockets: 1, ca }),
     times: [],
-  };
-  const bare: Target = {
-    name: 'bare',
-    port: echo.port,
-    agent: new https.Agent({ keepAlive: true, maxSockets: 1, ca: echo.caCertPem }),
-    times: [],
-  };
+  });
+  const gate = target('gate', Number(new URL(env.gate.webhookUrl).port), await gateCaBundle(env));
+  const bare = target('bare', echo.port, echo.caCertPem);
+  const viaExpress = target('express', expressEcho.port, expressEcho.caCertPem);
+  const targets = [gate, bare, viaExpress];
   const stamped = (answer: string) => {
     const response = (JSON.parse(answer) as { response: { allowed: boolean; patch?: string } }).response;
     if (!response.allowed || !response.patch) throw new Error(`the gate did not stamp the Revision: ${answer}`);
@@ -136,19 +153,21 @@ async function direct(env: GateEnv, echo: HttpsTestServer): Promise<{ gate: Summ
   const allowed = (answer: string) => {
     if (!(JSON.parse(answer) as { response: { allowed: boolean } }).response.allowed) throw new Error(`echo denied: ${answer}`);
   };
+  const check = (t: Target) => (t === gate ? stamped : allowed);
   try {
-    await runMany(gate, WARMUP, env.namespace, stamped, false);
-    await runMany(bare, WARMUP, env.namespace, allowed, false);
+    for (const t of targets) await runMany(t, WARMUP, env.namespace, check(t), false);
     for (let done = 0, round = 0; done < REQUESTS; done += ROUND, round++) {
       const n = Math.min(ROUND, REQUESTS - done);
-      // ABBA: neither side always goes first after a pause.
-      const order = round % 2 === 0 ? [gate, bare] : [bare, gate];
-      for (const t of order) await runMany(t, n, env.namespace, t === gate ? stamped : allowed, true);
+      // Rotate which goes first, so none always runs right after a pause or right after another.
+      for (let j = 0; j < targets.length; j++) {
+        const t = targets[(round + j) % targets.length] as Target;
+        await runMany(t, n, env.namespace, check(t), true);
+      }
     }
-    return { gate: summarize(gate.times), bare: summarize(bare.times) };
+    return { gate: summarize(gate.times), bare: summarize(bare.times), express: summarize(viaExpress.times) };
   } finally {
-    gate.agent.destroy();
-    bare.agent.destroy();
+    for (const t of targets) t.agent.destroy();
+    await expressEcho.close();
   }
 }
 
@@ -267,13 +286,15 @@ try {
   const a = await direct(env, echo);
   const loadA = load();
   console.log(
-    `\n(a) direct: ${REQUESTS} AdmissionReviews each after ${WARMUP} warm-up, one at a time over HTTPS keep-alive, rounds of ${ROUND} (ABBA)`,
+    `\n(a) direct: ${REQUESTS} AdmissionReviews each after ${WARMUP} warm-up, one at a time over HTTPS keep-alive, rounds of ${ROUND} in rotation`,
   );
   table([
     ['target', 'n', 'p50 ms', 'p99 ms'],
-    ['bare https echo (allowed: true)', String(a.bare.n), ms(a.bare.p50), ms(a.bare.p99)],
+    ['bare https echo (JSON.parse, allowed: true)', String(a.bare.n), ms(a.bare.p50), ms(a.bare.p99)],
+    ['express + express.json() echo', String(a.express.n), ms(a.express.p50), ms(a.express.p99)],
     ['gate /webhooks/revisions (stamps)', String(a.gate.n), ms(a.gate.p50), ms(a.gate.p99)],
     ['gate - bare', '', ms(a.gate.p50 - a.bare.p50), ms(a.gate.p99 - a.bare.p99)],
+    ['  of which express (express - bare)', '', ms(a.express.p50 - a.bare.p50), ms(a.express.p99 - a.bare.p99)],
     ['gate / bare', '', (a.gate.p50 / a.bare.p50).toFixed(2), (a.gate.p99 / a.bare.p99).toFixed(2)],
   ]);
   console.log(`  ${loadA}`);

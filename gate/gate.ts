@@ -44,7 +44,13 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   const onReply = replies.record.bind(replies);
   const sinkMetrics = createSinkMetrics(metrics.registry);
 
+  // Ready once the webhooks serve and the controller may lead: a probe (and the tests) must not
+  // route admission or replies to a gate that is still starting.
+  let ready = false;
   const sinkApp = express();
+  sinkApp.get('/readyz', (_req, res) => {
+    res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ok' : 'starting');
+  });
   sinkApp.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
@@ -138,6 +144,7 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
     log,
   );
   leader.start();
+  ready = true;
   log.info({ sinkUrl, webhookUrl, instance: config.instance }, 'gate started');
 
   return {

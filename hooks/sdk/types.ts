@@ -3,22 +3,12 @@
 import type { Logger } from 'pino';
 import type { OutgoingEvent } from '../../emitter/transport.ts';
 import type { Contribution, ContributionKind } from '../../gate/core/types.ts';
+import type { RequestedRevision } from '../../schemas/validate.ts';
 
 export type { Contribution, ContributionKind };
 
-/** The Revision a request is about, as the gate saw it when it held the Revision. */
-export interface HookRevision {
-  namespace: string;
-  name: string;
-  /** Changes when a Revision of the same name is deleted and created again. */
-  uid: string;
-  service?: string;
-  configuration?: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-  /** Container images, by digest when Knative resolved them. */
-  images: string[];
-}
+/** The Revision a request is about, as the gate saw it when it held the Revision (the contract's type). */
+export type HookRevision = RequestedRevision;
 
 export interface HookRequest {
   /** The PrestartHook this request is for. */

@@ -68,7 +68,7 @@ export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string
   await waitFor(
     async () => {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`gate exited early:\n${out}`);
-      return fetch(`http://127.0.0.1:${ports.sink}/healthz`).then(
+      return fetch(`http://127.0.0.1:${ports.sink}/readyz`).then(
         (r) => r.ok,
         () => false,
       );
