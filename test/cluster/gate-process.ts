@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { GateEnv } from './gate-harness.ts';
+import { deathSignalPrefix } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 const cli = fileURLToPath(new URL('../../gate/cli.ts', import.meta.url));
@@ -53,7 +54,9 @@ export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string
     ...(nats ? ['--nats', nats] : []),
   ];
   const { KNATIVE_PRESTART_CRASH_AT: _, ...inherited } = process.env;
-  const child = spawn(process.execPath, args, {
+  // Dies with the test process (SIGKILL on parent death), so an interrupted run leaves no gate behind.
+  const [cmd, ...prefix] = [...deathSignalPrefix(), process.execPath];
+  const child = spawn(cmd as string, [...prefix, ...args], {
     env: crashAt ? { ...inherited, KNATIVE_PRESTART_CRASH_AT: crashAt } : inherited,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -43,7 +43,7 @@ let pdeathsigPrefix: string[] | undefined;
  * dies, even by SIGKILL, when no exit handler of ours can run. util-linux ships it on Debian;
  * without it we still kill process groups on exit and reap leftovers at the next start.
  */
-function deathSignalPrefix(): string[] {
+export function deathSignalPrefix(): string[] {
   if (pdeathsigPrefix === undefined) {
     const probe = spawnSync('setpriv', ['--help'], { encoding: 'utf8' });
     pdeathsigPrefix = probe.status === 0 && probe.stdout.includes('--pdeathsig') ? ['setpriv', '--pdeathsig', 'SIGKILL'] : [];
