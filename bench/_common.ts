@@ -83,3 +83,24 @@ export async function inBatches(count: number, concurrency: number, fn: (i: numb
     }),
   );
 }
+
+/** Counts the retries `retryOnWebhookReset` made, for the figures' footnote. */
+export const webhookResets = { count: 0 };
+
+/**
+ * Runs `fn`, again (up to 3 times) when the apiserver reports that a webhook connection was reset,
+ * as Knative's reconciler would on its next try. Node closes idle keep-alive connections after
+ * 5 s while the apiserver's Go client keeps them for 90 s, so a request now and then meets a
+ * connection closing under it; the bench counts these instead of dying on them.
+ */
+export async function retryOnWebhookReset<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const body = String((err as { body?: unknown }).body ?? '');
+      if (attempt >= 3 || !/failed calling webhook.*(connection reset by peer|EOF)/.test(body)) throw err;
+      webhookResets.count++;
+    }
+  }
+}

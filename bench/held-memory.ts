@@ -13,6 +13,7 @@
 //
 //   node --import tsx bench/held-memory.ts [--revisions 1000] [--concurrency 16] [--settle 10]
 //   npm run build && node --import tsx bench/held-memory.ts --cli dist/gate/cli.js
+//   (or KNATIVE_PRESTART_GATE_CLI=$PWD/dist/gate/cli.js, which spawnGate reads)
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +33,17 @@ import {
 import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../test/cluster/gate-process.ts';
 import { freePorts } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
-import { controlPlaneMemory, inBatches, load, memoryKiB, type ProcessMemory, reproduce, table } from './_common.ts';
+import {
+  controlPlaneMemory,
+  inBatches,
+  load,
+  memoryKiB,
+  type ProcessMemory,
+  reproduce,
+  retryOnWebhookReset,
+  table,
+  webhookResets,
+} from './_common.ts';
 
 const HEAP_PROBE = fileURLToPath(new URL('./_heap-probe.mjs', import.meta.url));
 const HEAP_FILE = join(tmpdir(), `held-memory-${process.pid}.json`);
@@ -49,13 +60,16 @@ const REVISIONS = Number(args.revisions);
 const CONCURRENCY = Number(args.concurrency);
 const SETTLE_S = Number(args.settle);
 
+const resetNote = () => (webhookResets.count > 0 ? `; ${webhookResets.count} creates retried after a webhook connection reset` : '');
 const mib = (kib: number) => (kib / 1024).toFixed(1);
 const secondsSince = (t: number) => `${((performance.now() - t) / 1000).toFixed(1)} s`;
 const pause = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
 
-if (args.cli) {
-  const cli = resolve(args.cli);
-  if (!existsSync(cli)) throw new Error(`--cli ${args.cli}: no such file (npm run build makes dist/gate/cli.js)`);
+// --cli, or the variable spawnGate reads (so `npm run bench:gate` can pass it through).
+const compiledCli = args.cli ?? process.env[GATE_CLI_ENV];
+if (compiledCli) {
+  const cli = resolve(compiledCli);
+  if (!existsSync(cli)) throw new Error(`${compiledCli}: no such file (npm run build makes dist/gate/cli.js)`);
   process.env[GATE_CLI_ENV] = cli;
 }
 // Inherited by the gate process only: this process spawns nothing else with node.
@@ -63,7 +77,7 @@ process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import ${HEAP_PR
 process.env.BENCH_HEAP_FILE = HEAP_FILE;
 console.log(`held-memory: ${load()} at start`);
 console.log(
-  `gate: ${args.cli ? `compiled CLI ${args.cli}` : 'gate/cli.ts under tsx (its loader adds ~85 MiB; --cli dist/gate/cli.js for the compiled gate)'}`,
+  `gate: ${compiledCli ? `compiled CLI ${compiledCli}` : 'gate/cli.ts under tsx (its loader adds ~85 MiB; --cli dist/gate/cli.js for the compiled gate)'}`,
 );
 const t0 = performance.now();
 const env = await gateEnv(`bench-mem-${randomBytes(2).toString('hex')}`, { inProcess: false });
@@ -131,7 +145,7 @@ try {
 
   const t1 = performance.now();
   await inBatches(names.length, CONCURRENCY, async (i) => {
-    await createRevision(env, names[i] as string, { annotations: { bench: 'yes' } });
+    await retryOnWebhookReset(() => createRevision(env, names[i] as string, { annotations: { bench: 'yes' } }));
   });
   const createdIn = secondsSince(t1);
   await waitFor(async () => (await heldRuns()) === REVISIONS, {
@@ -148,7 +162,7 @@ try {
   const loadHeld = load();
 
   console.log(
-    `\n${REVISIONS} Revisions created in ${createdIn} (${CONCURRENCY} at a time), all held and Requested after ${heldIn}; hook got ${requested} requests`,
+    `\n${REVISIONS} Revisions created in ${createdIn} (${CONCURRENCY} at a time), all held and Requested after ${heldIn}; hook got ${requested} requests${resetNote()}`,
   );
   const row = (what: string, m: ProcessMemory, gc?: AfterGc) => [
     what,

@@ -27,7 +27,7 @@ import {
 } from '../test/cluster/gate-harness.ts';
 import { asyncReply } from '../test/cluster/gate-replies.ts';
 import { waitFor } from '../test/cluster/wait.ts';
-import { inBatches, load, ms, reproduce, summarize, table } from './_common.ts';
+import { inBatches, load, ms, reproduce, retryOnWebhookReset, summarize, table, webhookResets } from './_common.ts';
 
 const { values: args } = parseArgs({ options: { revisions: { type: 'string', default: '100' } } });
 const REVISIONS = Number(args.revisions);
@@ -92,7 +92,7 @@ try {
   await waitUntilStamped(env, hookName, { bench: 'yes' });
   await createRevision(env, 'plain-00001');
   await inBatches(names.length, 8, async (i) => {
-    await createRevision(env, names[i] as string, { annotations: { bench: 'yes' } });
+    await retryOnWebhookReset(() => createRevision(env, names[i] as string, { annotations: { bench: 'yes' } }));
   });
   await waitFor(() => requests.size === REVISIONS, { timeoutMs: 120_000, what: `requests for all ${REVISIONS} Revisions` });
   // A reply is accepted only for an attempt the run records: wait until every run says Requested.
@@ -108,7 +108,10 @@ try {
     },
     { timeoutMs: 120_000, what: `all ${REVISIONS} PrestartRuns Requested` },
   );
-  console.log(`setup (${REVISIONS} held Revisions) ${((performance.now() - t0) / 1000).toFixed(1)} s; ${load()}`);
+  console.log(
+    `setup (${REVISIONS} held Revisions) ${((performance.now() - t0) / 1000).toFixed(1)} s; ${load()}` +
+      (webhookResets.count > 0 ? `; ${webhookResets.count} creates retried after a webhook connection reset` : ''),
+  );
 
   const custom = env.admin.makeApiClient(CustomObjectsApi);
   const patchOnce = async (value: string): Promise<number> => {

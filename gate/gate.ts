@@ -40,7 +40,7 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   const metrics = createMetrics();
   const caches = await startCaches(kc, client, log, config.namespaceSelector);
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
-  const replies = new ReplyRecorder(client, log, metrics);
+  const replies = new ReplyRecorder(client, (ns, name) => caches.runs.get(name, ns), log, metrics);
   const onReply = replies.record.bind(replies);
   const sinkMetrics = createSinkMetrics(metrics.registry);
 
@@ -168,7 +168,15 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   };
 }
 
+// Go's HTTP client (the apiserver calling webhooks, hooks replying) keeps idle connections for
+// 90 s; Node closes them after 5 s by default, so a request sent on a connection Node is closing
+// at that instant fails with "connection reset by peer" (seen in bench/webhook-latency.ts). The
+// server must outlive the client's idle timeout.
+const KEEP_ALIVE_MS = 120_000;
+
 function listen<S extends Server | HttpsServer>(server: S, host: string, portNumber: number): Promise<S> {
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 5_000;
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new Error(`port ${host}:${portNumber} is already in use`) : err),

@@ -1,5 +1,7 @@
-// `knative-prestart conformance` and `knative-prestart simulate`: the hook author's commands.
+// `knative-prestart conformance` and `knative-prestart simulate`: the hook author's commands;
+// `knative-prestart hook` and `knative-prestart approve`: the built-in hooks'.
 import type { Command } from 'commander';
+import { registerBuiltinCommands } from './builtin/cli.ts';
 import { keyText, keyValue, kinds, seconds } from './cli-args.ts';
 import { DEFAULT_CONFORMANCE_HOOK, formatReport, runConformance } from './conformance/index.ts';
 import { DEFAULT_SIMULATED_HOOK, describeReplyLive, formatExchange, formatVerdict, simulate } from './simulator/index.ts';
@@ -91,6 +93,8 @@ export function registerHookCommands(program: Command, io: CliIo = processIo): v
         io.setExitCode(verdict(result.verdict.released));
       },
     );
+
+  registerBuiltinCommands(program, io);
 }
 
 // simulate exits 0 when the Revision would be released, 2 when it would stay held: scripts can tell.

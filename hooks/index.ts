@@ -1,5 +1,6 @@
-// Everything for hook authors: the SDK, the conformance checker, the simulator and their commands.
+// Everything for hook authors: the SDK, the conformance checker, the simulator, the built-in hooks and their commands.
 
+export * from './builtin/index.ts';
 export { type CliIo, registerHookCommands } from './cli.ts';
 export * from './conformance/index.ts';
 export * from './sdk/index.ts';

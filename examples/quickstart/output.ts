@@ -7,6 +7,8 @@ export interface Output {
   readonly tty: boolean;
   /** A line that stays: timestamped when not on a terminal. */
   say(text: string): void;
+  /** Lines meant to be copied (commands): never timestamped. */
+  block(text: string): void;
   /** On a terminal: replaces the live region under the log lines. Elsewhere: ignored. */
   region(lines: readonly string[]): void;
   /** Leaves the live region on screen as it is and stops redrawing it. */
@@ -36,6 +38,8 @@ export function clock(date = new Date()): string {
   return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
 }
 
+const ESC = 0x1b;
+
 /**
  * Cuts a line to `width` visible characters (escape sequences take no room), so a redrawn line
  * never wraps: a wrapped line would throw off the count of lines to move up.
@@ -45,10 +49,10 @@ export function fitWidth(line: string, width: number): string {
   let visible = 0;
   let out = '';
   for (let i = 0; i < line.length; ) {
-    const escape = /^\x1b\[[0-9;]*[A-Za-z]/.exec(line.slice(i));
-    if (escape) {
-      out += escape[0];
-      i += escape[0].length;
+    const sequence = line.charCodeAt(i) === ESC ? /^\[[0-9;]*[A-Za-z]/.exec(line.slice(i + 1)) : null;
+    if (sequence) {
+      out += line.slice(i, i + 1 + sequence[0].length);
+      i += 1 + sequence[0].length;
       continue;
     }
     if (visible === width - 1) return `${out}…\x1b[0m`;
@@ -68,6 +72,9 @@ export function createOutput(stream: NodeJS.WriteStream): Output {
       say: (text) => {
         for (const line of text.split('\n')) stream.write(`${clock()} ${line}\n`);
       },
+      block: (text) => {
+        stream.write(`${text}\n`);
+      },
       region: () => {},
       keepRegion: () => {},
     };
@@ -84,15 +91,17 @@ export function createOutput(stream: NodeJS.WriteStream): Output {
     drawn = shown.map((l) => fitWidth(l, width()));
     if (drawn.length > 0) stream.write(`${drawn.join('\n')}\n`);
   };
+  const say = (text: string) => {
+    const region = drawn;
+    erase();
+    drawn = [];
+    stream.write(`${text}\n`);
+    draw(region);
+  };
   return {
     tty,
-    say: (text) => {
-      const region = drawn;
-      erase();
-      drawn = [];
-      stream.write(`${text}\n`);
-      draw(region);
-    },
+    say,
+    block: say,
     region: (lines) => {
       erase();
       draw(lines);

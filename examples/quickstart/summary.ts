@@ -35,7 +35,9 @@ export class PhaseClock {
 }
 
 export function seconds(ms: number): string {
-  return ms >= 120_000 ? `${Math.floor(ms / 60_000)}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, '0')}s` : `${(ms / 1000).toFixed(1)}s`;
+  return ms >= 120_000
+    ? `${Math.floor(ms / 60_000)}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, '0')}s`
+    : `${(ms / 1000).toFixed(1)}s`;
 }
 
 export interface LookAround {

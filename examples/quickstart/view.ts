@@ -23,8 +23,10 @@ export interface ViewLine {
   key: string;
   mark: Mark;
   text: string;
-  /** 1 for lines about a part of the line above (a hook of a PrestartRun). */
+  /** How far to indent under the Revision the line belongs to. */
   indent: number;
+  /** Whose part the line is about (a hook's PrestartRun), for a log where lines stand alone. */
+  context?: string;
 }
 
 const REVISION_LABEL = 'serving.knative.dev/revision';
@@ -71,21 +73,22 @@ function revisionLine(name: string, rev: KnativeObject): ViewLine {
 
 /**
  * Knative's "failed to create deployment" event quotes the whole admission denial; what matters
- * is that it failed and the hold policy's own words.
+ * is the hold policy's own words, so they come first, and which create was denied after them.
  */
 export function shortEventMessage(message: string): string {
-  const denied = /^(failed to create deployment "[^"]+"): .*?(knative-prestart: .*)$/s.exec(message);
-  return denied ? `${denied[1]}: denied by the hold policy: ${denied[2]}` : message;
+  const denied = /^failed to create deployment "([^"]+)": .*?(knative-prestart: .*)$/s.exec(message);
+  return denied ? `${denied[2]} (Knative's create of Deployment ${denied[1]}, denied by the hold policy)` : message;
 }
 
 function eventLine(key: string, e: CoreEvent): ViewLine {
-  const source = e.source?.component === GATE_COMPONENT ? 'the gate' : `Knative's ${e.source?.component ?? 'controller'}`;
+  const source = e.source?.component === GATE_COMPONENT ? "the gate's" : "Knative's";
   const count = (e.count ?? 1) > 1 ? ` ×${e.count}` : '';
   return {
     key: `event/${key}`,
     mark: e.type === 'Warning' ? 'held' : 'ok',
-    text: `Event on ${e.involvedObject?.name} from ${source}: ${e.type} ${e.reason}${count}: ${shortEventMessage(e.message ?? '')}`,
+    text: `${source} event ${e.type} ${e.reason}${count}: ${shortEventMessage(e.message ?? '')}`,
     indent: 1,
+    context: `Revision ${e.involvedObject?.name}`,
   };
 }
 
@@ -111,6 +114,7 @@ function runLines(name: string, run: RunObject): ViewLine[] {
         `hook ${hook.name}: ${hook.phase}${progress !== undefined ? ` ${progress}%` : ''}` +
         `${hook.attempt > 1 ? ` (attempt ${hook.attempt})` : ''}${hook.message ? `: ${hook.message}` : ''}`,
       indent: 2,
+      context: `PrestartRun ${name}`,
     });
   }
   return lines;
@@ -185,8 +189,15 @@ function serviceLine(name: string, svc: KnativeObject): ViewLine {
       indent: 0,
     };
   }
-  const why = ready ? `Ready=${ready.status}${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}` : 'no status yet';
-  return { key: `service/${name}`, mark: ready?.status === 'False' ? 'fail' : 'wait', text: `Service ${name}: not ready yet, ${why}`, indent: 0 };
+  const why = ready
+    ? `Ready=${ready.status}${ready.reason ? ` (${ready.reason})` : ''}${ready.message ? `: ${ready.message}` : ''}`
+    : 'no status yet';
+  return {
+    key: `service/${name}`,
+    mark: ready?.status === 'False' ? 'fail' : 'wait',
+    text: `Service ${name}: not ready yet, ${why}`,
+    indent: 0,
+  };
 }
 
 const byName = <T extends { metadata?: { name?: string } }>(a: T, b: T) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? '');
@@ -203,7 +214,8 @@ export function viewLines(objs: DemoObjects): ViewLine[] {
     for (const [key, e] of events) lines.push(eventLine(key, e));
     const run = objs.runs.get(name);
     if (run) lines.push(...runLines(name, run));
-    const ofRevision = <T extends { metadata?: { labels?: Record<string, string> } }>(o: T) => o.metadata?.labels?.[REVISION_LABEL] === name;
+    const ofRevision = <T extends { metadata?: { labels?: Record<string, string> } }>(o: T) =>
+      o.metadata?.labels?.[REVISION_LABEL] === name;
     for (const d of [...objs.deployments.values()].filter(ofRevision).sort(byName)) lines.push(deploymentLine(d));
     for (const p of [...objs.pods.values()].filter(ofRevision).sort(byName)) lines.push(podLine(p));
   }

@@ -8,7 +8,7 @@ import type { Reply } from '../core/types.ts';
 import { crashPoint } from './crashpoints.ts';
 import { isConflict, type KubeClient } from './kube-client.ts';
 import type { Metrics } from './metrics.ts';
-import { toRunView } from './resources.ts';
+import { type RunObject, toRunView } from './resources.ts';
 
 export type { ReplyDisposition };
 
@@ -17,6 +17,8 @@ const MAX_CONFLICT_RETRIES = 8;
 export class ReplyRecorder {
   constructor(
     private readonly client: KubeClient,
+    /** The informer's copy, tried first to save a round trip; a stale one only costs a 409 and a re-read. */
+    private readonly cachedRun: (namespace: string, name: string) => RunObject | undefined,
     private readonly log: Logger,
     private readonly metrics: Metrics,
     private readonly now: () => Date = () => new Date(),
@@ -25,10 +27,13 @@ export class ReplyRecorder {
   /** Resolves once the reply is stored (or known to change nothing); throws on transient errors. */
   async record(reply: Reply): Promise<ReplyDisposition> {
     for (let i = 0; i < MAX_CONFLICT_RETRIES; i++) {
-      const run = await this.client.getRun(reply.namespace, reply.revision);
+      const cached = i === 0 ? this.cachedRun(reply.namespace, reply.revision) : undefined;
+      const run = cached ?? (await this.client.getRun(reply.namespace, reply.revision));
       if (!run)
         return this.count({ type: 'rejected', reason: `unknown revision ${reply.namespace}/${reply.revision}: no PrestartRun` }, reply);
       const result = applyReply(toRunView(run), reply, this.now());
+      // A cached copy may be behind (the reply's attempt not yet visible): refuse only what the apiserver's copy refuses.
+      if (cached && result.type !== 'applied' && result.type !== 'progress') continue;
       if (result.type === 'duplicate') return this.count({ type: 'duplicate' }, reply);
       if (result.type === 'rejected') return this.count({ type: 'rejected', reason: result.reason }, reply);
       try {

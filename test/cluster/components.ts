@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { V1Node } from '@kubernetes/client-node';
 import type { ControlPlaneBinaries } from './binaries.ts';
 import type { CaFiles, CertFiles } from './certs.ts';
@@ -125,6 +126,9 @@ export async function schedulerSpec(l: ControlPlaneLayout): Promise<ComponentSpe
   return { name: 'kube-scheduler', command: l.binaries.kubeScheduler, args: [`--config=${config}`, '--secure-port=0'] };
 }
 
+/** Stages of our own on top of kwok's (a Job pod that fails on demand): see the file. */
+export const KWOK_TEST_STAGES = fileURLToPath(new URL('./kwok-test-stages.yaml', import.meta.url));
+
 export function kwokSpec(l: ControlPlaneLayout): ComponentSpec {
   return {
     name: 'kwok',
@@ -132,6 +136,7 @@ export function kwokSpec(l: ControlPlaneLayout): ComponentSpec {
     args: [
       `--kubeconfig=${l.kubeconfigs.kwok}`,
       `--config=${l.binaries.kwokStages}`,
+      `--config=${KWOK_TEST_STAGES}`,
       `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
       // kwok renews each node's Lease, so node-lifecycle-controller keeps the node Ready.
       '--node-lease-duration-seconds=40',

@@ -24,6 +24,8 @@ test('every manifest parses and names itself as part of knative-prestart', (t) =
     '300-rbac.yaml',
     '400-webhooks.yaml',
     '500-gate.yaml',
+    '600-builtin-hooks.yaml',
+    '610-approval-policy.yaml',
   ]);
   for (const d of docs) {
     t.truthy(d.metadata?.name, `${d.kind} without a name`);

@@ -1,0 +1,79 @@
+// Phase 5's objects, as a platform admin and an app team would create them: the PrestartHook
+// that sends matching Revisions to the example hook, the app's namespace, and the Knative
+// Service whose template carries the annotation the hook matches.
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { PrestartHookSpec } from '../../gate/core/types.ts';
+import { waitFor } from '../../test/cluster/wait.ts';
+import { Knative, type KnativeObject } from '../../test/e2e/_serving.ts';
+import type { DemoTarget } from './view.ts';
+
+export const BINDING_ANNOTATION = 'serving-binding';
+
+export interface Demo extends DemoTarget {
+  hook: string;
+}
+
+export const DEMO: Demo = { namespace: 'demo', service: 'demo', revision: 'demo-00001', hook: 'demo-db' };
+
+export function hookSpec(hookUrl: string, demo: Demo): PrestartHookSpec {
+  return {
+    match: { annotation: { key: BINDING_ANNOTATION, value: demo.hook } },
+    order: 0,
+    timeout: '5m',
+    failurePolicy: 'Fail',
+    resendInterval: '30s',
+    params: { secretName: demo.hook },
+    contributions: { allowed: ['env', 'volume'] },
+    delivery: { transport: 'http', url: hookUrl },
+  };
+}
+
+/**
+ * The namespace, the hook, and the Secret the hook's binding names. The example hook only
+ * pretends to provision a database (it has no Kubernetes access), so the quickstart writes the
+ * Secret it says it stores; the pods' env and volume refer to it.
+ */
+export async function prepareDemo(kc: KubeConfig, demo: Demo, hookUrl: string): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await core.createNamespace({ body: { metadata: { name: demo.namespace } } });
+  await core.createNamespacedSecret({
+    namespace: demo.namespace,
+    body: {
+      metadata: { name: demo.hook, labels: { 'app.kubernetes.io/created-by': 'knative-prestart-quickstart' } },
+      stringData: { uri: `postgres://app@${demo.hook}.${demo.namespace}.svc:5432/app`, password: 'quickstart-only' },
+    },
+  });
+  await custom.createClusterCustomObject({
+    group: 'prestart.dev',
+    version: 'v1alpha1',
+    plural: 'prestarthooks',
+    body: { apiVersion: 'prestart.dev/v1alpha1', kind: 'PrestartHook', metadata: { name: demo.hook }, spec: hookSpec(hookUrl, demo) },
+  });
+  // A hook created a moment ago is not in the gate's cache yet: wait until its webhook stamps a
+  // dry-run Revision (runs every admission webhook, stores nothing), so the real one is held.
+  await waitFor(
+    async () => {
+      const rev = (await custom.createNamespacedCustomObject({
+        group: 'serving.knative.dev',
+        version: 'v1',
+        plural: 'revisions',
+        namespace: demo.namespace,
+        dryRun: 'All',
+        body: {
+          apiVersion: 'serving.knative.dev/v1',
+          kind: 'Revision',
+          metadata: { name: `stamp-probe-${Date.now()}`, annotations: { [BINDING_ANNOTATION]: demo.hook } },
+          spec: { containers: [{ image: 'dev.local/demo/app:v1' }] },
+        },
+      })) as KnativeObject;
+      return (JSON.parse(rev.metadata?.annotations?.['prestart.dev/hooks'] ?? '[]') as string[]).includes(demo.hook);
+    },
+    { timeoutMs: 30_000, what: `the gate's webhook to apply PrestartHook ${demo.hook}` },
+  );
+}
+
+/** `kn service create demo --annotation serving-binding=demo-db` (the HPA class: no KPA runs here). */
+export async function createDemoService(kc: KubeConfig, demo: Demo): Promise<void> {
+  await new Knative(kc, demo.namespace).createService(demo.service, { annotations: { [BINDING_ANNOTATION]: demo.hook } });
+}

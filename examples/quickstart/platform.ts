@@ -1,0 +1,102 @@
+// Phases 2 to 4: a control plane of its own, Knative Serving's real controllers (plus the one
+// stand-in, for the networking layer), the project's manifests, the gate and the example hook,
+// all on 127.0.0.1. Built from the same pieces the end-to-end suite uses.
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { mkdir, mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import pino from 'pino';
+import { DEFAULTS } from '../../gate/config.ts';
+import { type RunningGate, startGate } from '../../gate/gate.ts';
+import type { HookServer } from '../../hooks/index.ts';
+import { applyManifests } from '../../test/cluster/apply.ts';
+import { type Cluster, startCluster } from '../../test/cluster/control-plane.ts';
+import { GATE_USER } from '../../test/cluster/gate-harness.ts';
+import { type KnativeServing, startKnativeServing } from '../../test/cluster/knative-serving.ts';
+import { clustersRoot } from '../../test/cluster/leftovers.ts';
+import { waitFor } from '../../test/cluster/wait.ts';
+import { startIngressStandIn } from '../../test/e2e/_serving.ts';
+import { start as startBindingHook } from '../typescript-binding-hook/index.ts';
+
+const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
+/**
+ * config/100-* (CRDs), 200-* (the hold policies), 300-* (RBAC). Not 400/500, which point at an
+ * in-cluster Service: the gate registers its webhooks itself, by URL.
+ */
+export function projectManifests(): string[] {
+  return readdirSync(configDir)
+    .filter((f) => /^[123]\d\d-.*\.ya?ml$/.test(f))
+    .sort()
+    .map((f) => join(configDir, f));
+}
+const GATE_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${DEFAULTS.namespace}`, 'system:authenticated'];
+
+/**
+ * In the temp directory every local cluster uses, so a quickstart killed outright is reaped by
+ * the next start of any cluster; removed when the quickstart stops.
+ */
+export async function startQuickstartCluster(progress: (line: string) => void, onDir: (dir: string) => void): Promise<Cluster> {
+  await mkdir(clustersRoot(), { recursive: true });
+  const dir = await mkdtemp(join(clustersRoot(), 'quickstart-'));
+  onDir(dir);
+  return startCluster({ dir, progress });
+}
+
+export interface Serving {
+  knative: KnativeServing;
+  stopStandIn(): void;
+}
+
+export async function startServing(cluster: Cluster, namespace: string, progress: (line: string) => void): Promise<Serving> {
+  const knative = await startKnativeServing(cluster, { progress });
+  const standIn = startIngressStandIn(cluster.kubeConfig, namespace);
+  return { knative, stopStandIn: () => standIn.stop() };
+}
+
+export async function installProject(kc: KubeConfig): Promise<void> {
+  for (const file of projectManifests()) await applyManifests(kc, file);
+}
+
+/**
+ * The gate as installed cluster-wide (instance "default", every namespace but the system ones),
+ * run in this process under its own service-account identity, so RBAC and the policies apply
+ * as in a real install. Its webhooks are registered by URL on 127.0.0.1.
+ */
+export async function startGateHere(cluster: Cluster, logFile: string): Promise<RunningGate> {
+  const kubeconfig = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const gate = await startGate(
+    {
+      kubeConfig: kc,
+      namespace: DEFAULTS.namespace,
+      instance: DEFAULTS.instance,
+      identity: `quickstart-${process.pid}-${randomBytes(2).toString('hex')}`,
+      webhook: { host: '127.0.0.1', port: 0, bindingRoot: DEFAULTS.bindingRoot },
+      sink: { host: '127.0.0.1', port: 0, maxBytes: DEFAULTS.maxReplyBytes },
+      source: DEFAULTS.source,
+      workers: DEFAULTS.workers,
+    },
+    pino({ name: 'gate', level: 'info' }, pino.destination({ dest: logFile, sync: true })),
+  );
+  try {
+    await waitFor(() => gate.isLeader(), { timeoutMs: 30_000, what: 'the gate to take its leader lease' });
+  } catch (err) {
+    await gate.stop();
+    throw err;
+  }
+  return gate;
+}
+
+/** examples/typescript-binding-hook, serving the PrestartHook `name` on a free port of 127.0.0.1. */
+export function startExampleHook(name: string, provisionMs: number, logFile: string): Promise<HookServer> {
+  return startBindingHook({
+    name,
+    port: 0,
+    host: '127.0.0.1',
+    durationMs: provisionMs,
+    logger: pino({ name: `hook-${name}`, level: 'info' }, pino.destination({ dest: logFile, sync: true })),
+  });
+}

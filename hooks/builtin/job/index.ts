@@ -1,0 +1,242 @@
+// The `job` built-in hook: runs a Kubernetes Job for each Revision (and attempt) in the
+// Revision's namespace, and answers with how it ended. With params.useRevisionImage it runs the
+// Revision's own image, like Heroku's release phase or Fly's release_command: migrate the
+// database before the new code takes traffic.
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Container, type V1Job } from '@kubernetes/client-node';
+import type { HookServer } from '../../sdk/http.ts';
+import { CancelledError, DeadlineError, fail, type HookContext, type HookHandler, succeed } from '../../sdk/types.ts';
+import { giveUpAt, humanDuration } from '../common/deadline.ts';
+import { errorLine, statusOf } from '../common/kube.ts';
+import { paramsMessage } from '../common/params.ts';
+import { pollUntil, withRetries } from '../common/poll.ts';
+import { type BuiltinHookOptions, DEFAULT_POLL_MAX_MS, type ServeBuiltinOptions, serveBuiltin } from '../common/serve.ts';
+import { type RevisionResource, verifyRequest } from '../common/verify.ts';
+import { buildJob, JOB_CONTAINER, REVISION_UID_LABEL } from './manifest.ts';
+import { type JobParams, readJobParams } from './params.ts';
+import { describePodFailure, type FailureReport, failureMessage, jobState, lastFailedPod } from './status.ts';
+
+export { buildJob, jobName } from './manifest.ts';
+export { type CleanupPolicy, type JobParams, readJobParams } from './params.ts';
+
+const LOG_TIMEOUT_MS = 10_000;
+
+export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
+  const custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
+  const batch = opts.kubeConfig.makeApiClient(BatchV1Api);
+  const core = opts.kubeConfig.makeApiClient(CoreV1Api);
+  const pollMaxMs = opts.pollMaxMs ?? DEFAULT_POLL_MAX_MS;
+
+  return async (req, ctx) => {
+    const verified = await verifyRequest(custom, req, ctx.signal);
+    if (typeof verified === 'string') return fail(verified);
+    const params = readJobParams(verified.params);
+    if (Array.isArray(params)) return fail(paramsMessage(req.hook, params));
+    const source = revisionContainer(verified.revision, params);
+    if (typeof source === 'string') return fail(source);
+
+    const namespace = req.revision.namespace;
+    const started = Date.now();
+    const giveUp = giveUpAt(req.deadline);
+    // The Job stops itself a margin before the hook gives up, so its own DeadlineExceeded is what gets reported.
+    const jobEnds = giveUp.getTime() - (req.deadline.getTime() - giveUp.getTime());
+    const leftSeconds = Math.max(1, Math.floor((jobEnds - started) / 1000));
+    const manifest = buildJob({
+      namespace,
+      revision: { name: req.revision.name, uid: req.revision.uid },
+      hook: req.hook,
+      attempt: req.attempt,
+      image: source.image,
+      params,
+      ...(source.container ? { revisionContainer: source.container } : {}),
+      activeDeadlineSeconds: Math.min(params.activeDeadlineSeconds ?? leftSeconds, leftSeconds),
+    });
+    const name = manifest.metadata?.name ?? '';
+    const job = { namespace, name, where: `${namespace}/${name}` };
+    const remove = () => deleteJob(batch, namespace, name);
+
+    try {
+      const ensured = await ensureJob(batch, manifest, req.revision.uid, giveUp, ctx);
+      if (typeof ensured === 'object') return fail(ensured.error);
+      await ctx.progress(5, ensured === 'created' ? `Job ${job.where} created` : `Job ${job.where} exists: waiting for it`);
+
+      let reported = '';
+      const ended = await pollUntil(
+        async () => {
+          let current: V1Job;
+          try {
+            current = await batch.readNamespacedJob({ name, namespace });
+          } catch (err) {
+            if (statusOf(err) === 404) return { gone: true as const };
+            throw err;
+          }
+          const state = jobState(current);
+          if (state.state !== 'running') return { job: current, state };
+          const note = state.active > 0 ? `Job ${job.where} running` : `Job ${job.where} starting`;
+          const line = state.failed > 0 ? `${note}; ${state.failed} of ${params.backoffLimit + 1} tries failed` : note;
+          if (line !== reported) {
+            reported = line;
+            await ctx.progress(state.active > 0 ? 50 : 10, line);
+          }
+          return undefined;
+        },
+        { signal: ctx.signal, until: giveUp, maxMs: pollMaxMs, logger: ctx.logger },
+      );
+
+      if (!ended) {
+        await remove();
+        return fail(
+          `Job ${job.where} was still running when the hook's time ran out (${humanDuration(Date.now() - started)}); it was deleted`,
+        );
+      }
+      if ('gone' in ended) return fail(`Job ${job.where} was deleted before it finished`);
+      if (ended.state.state === 'complete') {
+        const cleaned = params.cleanup !== 'Never' && (await remove());
+        return succeed(`Job ${job.where} completed${cleaned ? ' and was deleted' : ''}`);
+      }
+      const { reason, message } = ended.state;
+      const report = await failureReport(core, ended.job, { namespace, name, reason, message, logLines: params.logLines });
+      if (params.cleanup === 'Always') await remove();
+      return fail(failureMessage(report));
+    } catch (err) {
+      // The gate cancelled the Revision, or its deadline passed: the Job belongs to nobody now.
+      // On shutdown the Job is left alone: the re-sent request will find it.
+      const reason: unknown = ctx.signal.reason;
+      if (ctx.signal.aborted && (reason instanceof CancelledError || reason instanceof DeadlineError)) {
+        const deleted = await remove();
+        ctx.logger.info({ job: job.where, deleted, reason: (reason as Error).message }, 'run aborted; Job deleted');
+      }
+      throw err;
+    }
+  };
+}
+
+export function serveJobHook(opts: ServeBuiltinOptions): Promise<HookServer> {
+  return serveBuiltin('job', createJobHandler(opts), opts);
+}
+
+/** The image to run and, for useRevisionEnv, the Revision's container; or why there is none. */
+function revisionContainer(revision: RevisionResource, params: JobParams): { image: string; container?: V1Container } | string {
+  const needed = params.useRevisionImage || params.useRevisionEnv;
+  const containers = revision.spec?.containers ?? [];
+  const container = params.container ? containers.find((c) => c.name === params.container) : containers[0];
+  if (needed && !container) {
+    return params.container
+      ? `Revision ${revision.metadata?.name} has no container "${params.container}" (params.container)`
+      : `Revision ${revision.metadata?.name} has no container`;
+  }
+  if (params.image) return { image: params.image, ...(params.useRevisionEnv && container ? { container } : {}) };
+  // Knative resolves tags to digests before it creates the Deployment: run exactly what the Revision will.
+  const digest = revision.status?.containerStatuses?.find((s) => s.name === container?.name)?.imageDigest;
+  const image = digest || container?.image;
+  if (!image) return `Revision ${revision.metadata?.name}'s container has no image`;
+  return { image, ...(params.useRevisionEnv && container ? { container } : {}) };
+}
+
+/**
+ * Creates the Job, or finds the one an earlier delivery of the same request created (409). A
+ * Job of that name left by an earlier Revision of the same name (other uid) is replaced.
+ */
+async function ensureJob(
+  batch: BatchV1Api,
+  manifest: V1Job,
+  revisionUid: string,
+  giveUp: Date,
+  ctx: HookContext,
+): Promise<'created' | 'exists' | { error: string }> {
+  const namespace = manifest.metadata?.namespace ?? '';
+  const name = manifest.metadata?.name ?? '';
+  const create = async (): Promise<'created' | 'conflict' | { error: string }> => {
+    try {
+      await withRetries(() => batch.createNamespacedJob({ namespace, body: manifest }), ctx.signal);
+      return 'created';
+    } catch (err) {
+      ctx.signal.throwIfAborted();
+      if (statusOf(err) === 409) return 'conflict';
+      return { error: `could not create Job ${namespace}/${name}: ${errorLine(err)}` };
+    }
+  };
+  const first = await create();
+  if (first !== 'conflict') return first;
+  let existing: V1Job;
+  try {
+    existing = await withRetries(() => batch.readNamespacedJob({ name, namespace }), ctx.signal);
+  } catch (err) {
+    ctx.signal.throwIfAborted();
+    return { error: `Job ${namespace}/${name} exists but cannot be read: ${errorLine(err)}` };
+  }
+  if (existing.metadata?.labels?.[REVISION_UID_LABEL] === revisionUid) return 'exists';
+  ctx.logger.info({ job: `${namespace}/${name}` }, 'replacing a Job left by an earlier Revision of the same name');
+  await deleteJob(batch, namespace, name);
+  const gone = await pollUntil(
+    async () => {
+      try {
+        await batch.readNamespacedJob({ name, namespace });
+        return undefined;
+      } catch (err) {
+        if (statusOf(err) === 404) return true;
+        throw err;
+      }
+    },
+    { signal: ctx.signal, until: giveUp, maxMs: 1000 },
+  );
+  if (!gone) return { error: `Job ${namespace}/${name}, left by an earlier Revision of the same name, is still being deleted` };
+  const second = await create();
+  return second === 'conflict' ? { error: `Job ${namespace}/${name} exists and belongs to another Revision` } : second;
+}
+
+/** Deletes the Job and its pods (Jobs orphan their pods unless told otherwise); true when it was there. */
+async function deleteJob(batch: BatchV1Api, namespace: string, name: string): Promise<boolean> {
+  try {
+    await batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function failureReport(
+  core: CoreV1Api,
+  job: V1Job,
+  r: { namespace: string; name: string; reason: string; message: string; logLines: number },
+): Promise<FailureReport> {
+  const report: FailureReport = {
+    namespace: r.namespace,
+    job: r.name,
+    reason: r.reason,
+    message: r.message,
+    logs: { unavailable: 'no failed pod' },
+  };
+  const uid = job.metadata?.uid;
+  const pods = uid
+    ? await core
+        .listNamespacedPod({ namespace: r.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${uid}` })
+        .then((l) => l.items)
+        .catch(() => [])
+    : [];
+  const pod = lastFailedPod(pods);
+  if (!pod?.metadata?.name) return report;
+  report.pod = { name: pod.metadata.name, failure: describePodFailure(pod) };
+  report.logs =
+    r.logLines === 0 ? { unavailable: 'params.logLines is 0' } : await tailLogs(core, r.namespace, pod.metadata.name, r.logLines);
+  return report;
+}
+
+/** The end of the pod's log. Fake nodes (kwok) and nodes that already dropped the pod have none. */
+async function tailLogs(core: CoreV1Api, namespace: string, pod: string, lines: number): Promise<FailureReport['logs']> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the kubelet did not answer within ${LOG_TIMEOUT_MS / 1000}s`)), LOG_TIMEOUT_MS);
+  });
+  try {
+    const text = await Promise.race([
+      core.readNamespacedPodLog({ name: pod, namespace, container: JOB_CONTAINER, tailLines: lines, limitBytes: 16 * 1024 }),
+      timeout,
+    ]);
+    const got = String(text ?? '').trimEnd();
+    return { lines: got, count: got === '' ? 0 : got.split('\n').length };
+  } catch (err) {
+    return { unavailable: errorLine(err).split('\n')[0] ?? 'unknown error' };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,206 @@
+// The approval hook on the real control plane: a person with the verb approve (RBAC) approves or
+// rejects with `knative-prestart approve`; the apiserver's policy (config/610-approval-policy.yaml)
+// refuses everyone else, and anyone writing a decision in another's name.
+import {
+  ApiException,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import test, { type ExecutionContext } from 'ava';
+import { Command } from 'commander';
+import { type CliIo, registerHookCommands } from '../../../hooks/cli.ts';
+import { waitFor } from '../../cluster/wait.ts';
+import { createRevision, getRevision, isHeld, waitForRun } from '../gate/_harness.ts';
+import { addHook, type BuiltinEnv, builtinEnv, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
+
+let env: BuiltinEnv;
+const users: Record<'alice' | 'bob', string> = { alice: '', bob: '' };
+
+test.before(async () => {
+  env = await builtinEnv('approval');
+  const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
+  const namespace = env.namespace;
+  // alice approves in this namespace; bob may edit its Revisions but was not made an approver.
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'approvers' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'knative-prestart-approver' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    },
+  });
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name: 'revision-editor' },
+      rules: [
+        { apiGroups: ['serving.knative.dev'], resources: ['revisions'], verbs: ['get', 'list', 'patch', 'update'] },
+        { apiGroups: ['prestart.dev'], resources: ['prestartruns'], verbs: ['get', 'list'] },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'developers' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'revision-editor' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bob' }],
+    },
+  });
+  users.alice = await env.cluster.mintUserKubeconfig('alice');
+  users.bob = await env.cluster.mintUserKubeconfig('bob');
+  // The policy takes effect a moment after it is created: probe with a dry run until it answers.
+  await waitFor(
+    async () => {
+      const refused = await env.custom
+        .createNamespacedCustomObject({
+          group: 'serving.knative.dev',
+          version: 'v1',
+          plural: 'revisions',
+          namespace,
+          dryRun: 'All',
+          body: {
+            apiVersion: 'serving.knative.dev/v1',
+            kind: 'Revision',
+            metadata: { name: 'probe', annotations: { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'nobody' } },
+            spec: { containers: [{ image: 'dev.local/probe:v1' }] },
+          },
+        })
+        .then(
+          () => false,
+          (err: unknown) => err instanceof ApiException && /approval-by must be/.test(String(err.body)),
+        );
+      return refused;
+    },
+    { what: 'the approval policy to be in force' },
+  );
+});
+
+test.after.always(async () => {
+  await env?.stop();
+});
+
+async function cli(args: string[]): Promise<{ out: string; code: number }> {
+  let out = '';
+  let code = 0;
+  const io: CliIo = {
+    out: (text) => {
+      out += `${text}\n`;
+    },
+    setExitCode: (c) => {
+      code = c;
+    },
+  };
+  const program = new Command('knative-prestart').exitOverride();
+  registerHookCommands(program, io);
+  await program.parseAsync(['node', 'knative-prestart', ...args]);
+  return { out, code };
+}
+
+function as(user: keyof typeof users): CustomObjectsApi {
+  const kc = new KubeConfig();
+  kc.loadFromFile(users[user]);
+  return kc.makeApiClient(CustomObjectsApi);
+}
+
+/** A Revision held by its own approval hook, once the hook is waiting. */
+async function heldForApproval(t: ExecutionContext, suffix: string, revision: string): Promise<string> {
+  const server = await serveBuiltinHook(t, env, 'approval');
+  const { hook, annotations } = await addHook(env, suffix, server.url);
+  await createRevision(env, revision, { annotations });
+  await waitForRun(env, revision, 'the hook waiting', (r) => /^waiting for approval/.test(hookStatusOf(r, hook)?.message ?? ''));
+  return hook;
+}
+
+test('an approver releases the Revision, and the hook records who and when', async (t) => {
+  const hook = await heldForApproval(t, 'approve', 'pay-00001');
+  const run0 = await waitForRun(env, 'pay-00001', 'waiting', () => true);
+  t.is(
+    hookStatusOf(run0, hook)?.message,
+    `waiting for approval: knative-prestart approve pay-00001 -n ${env.namespace} (or --reject --reason "…")`,
+  );
+
+  const { out, code } = await cli([
+    'approve',
+    'pay-00001',
+    '-n',
+    env.namespace,
+    '--kubeconfig',
+    users.alice,
+    '--reason',
+    'schema reviewed',
+  ]);
+  t.is(code, 0);
+  t.is(out, `Revision ${env.namespace}/pay-00001 approved by alice\n`);
+
+  await waitReleased(env, 'pay-00001');
+  const run = await waitForRun(env, 'pay-00001', 'Released', (r) => r.status?.phase === 'Released');
+  t.regex(hookStatusOf(run, hook)?.message ?? '', /^approved by alice at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z: schema reviewed$/);
+  t.like((await getRevision(env, 'pay-00001')).metadata?.annotations, {
+    'prestart.dev/approval': 'approved',
+    'prestart.dev/approval-by': 'alice',
+    'prestart.dev/approval-reason': 'schema reviewed',
+  });
+});
+
+test('the apiserver refuses a decision from someone who is not an approver, or in another’s name', async (t) => {
+  const hook = await heldForApproval(t, 'refuse', 'ledger-00001');
+  const patch = (user: keyof typeof users, annotations: Record<string, string>) =>
+    as(user)
+      .patchNamespacedCustomObject(
+        {
+          group: 'serving.knative.dev',
+          version: 'v1',
+          plural: 'revisions',
+          namespace: env.namespace,
+          name: 'ledger-00001',
+          body: { metadata: { annotations } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      .then(
+        () => ({ code: 200, body: '' }),
+        (err: unknown) => (err instanceof ApiException ? { code: err.code, body: String(err.body) } : Promise.reject(err)),
+      );
+
+  const bob = await patch('bob', { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'bob' });
+  t.is(bob.code, 403, 'bob may edit Revisions, but not approve them');
+  t.regex(bob.body, /bob may not approve or reject Revision ledger-00001 .*verb approve on prestartruns\.prestart\.dev/);
+
+  const viaCli = await cli(['approve', 'ledger-00001', '-n', env.namespace, '--kubeconfig', users.bob]);
+  t.is(viaCli.code, 1);
+  t.regex(viaCli.out, /^error: the apiserver refused the approval of .*\/ledger-00001 by bob: .*bob may not approve/);
+
+  const forged = await patch('alice', { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'carol' });
+  t.is(forged.code, 403, 'alice may approve, but only as herself');
+  t.regex(forged.body, /approval-by must be alice, the user writing the decision, not \\?"carol\\?"/);
+
+  t.true(isHeld(await getRevision(env, 'ledger-00001')));
+  const run = await waitForRun(env, 'ledger-00001', 'still waiting', () => true);
+  t.is(hookStatusOf(run, hook)?.phase, 'Requested');
+  t.is((await getRevision(env, 'ledger-00001')).metadata?.annotations?.['prestart.dev/approval'], undefined);
+});
+
+test('a rejection keeps the Revision held, saying who rejected it and why', async (t) => {
+  const hook = await heldForApproval(t, 'reject', 'risky-00001');
+  const { code } = await cli([
+    'approve',
+    'risky-00001',
+    '-n',
+    env.namespace,
+    '--kubeconfig',
+    users.alice,
+    '--reject',
+    '--reason',
+    'not during the freeze',
+  ]);
+  t.is(code, 0);
+
+  const run = await waitForRun(env, 'risky-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+  t.is(hookStatusOf(run, hook)?.phase, 'Failed');
+  t.regex(hookStatusOf(run, hook)?.message ?? '', /^rejected by alice at \S+: not during the freeze$/);
+  t.true(isHeld(await getRevision(env, 'risky-00001')));
+});

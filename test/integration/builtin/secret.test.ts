@@ -1,0 +1,124 @@
+// The secret hook on the real control plane: the Revision waits for its Secret (and its keys),
+// then is released with the Secret bound; the hook says clearly when the Secret never came.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { waitFor } from '../../cluster/wait.ts';
+import { createRevision, getRevision, isHeld, waitForRun } from '../gate/_harness.ts';
+import { addHook, type BuiltinEnv, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+let env: BuiltinEnv;
+
+test.before(async () => {
+  env = await builtinEnv('secret');
+});
+
+test.after.always(async () => {
+  await env?.stop();
+});
+
+test('the Revision waits for its Secret and its keys, then is released with the Secret bound', async (t) => {
+  const server = await serveBuiltinHook(t, env, 'secret');
+  const { hook, annotations } = await addHook(env, 'db', server.url, {
+    params: { secretName: '{{service}}-db', requiredKeys: ['username'], as: 'env', env: { DATABASE_URL: 'url' } },
+    allowed: ['env', 'volume'],
+  });
+  await createRevision(env, 'shop-00001', { annotations });
+  const waiting = (pattern: RegExp) =>
+    waitForRun(env, 'shop-00001', `hook message ${pattern}`, (r) => pattern.test(hookStatusOf(r, hook)?.message ?? ''));
+
+  await waiting(new RegExp(`^waiting: Secret ${env.namespace}/shop-db does not exist yet$`));
+  await env.core.createNamespacedSecret({
+    namespace: env.namespace,
+    body: { metadata: { name: 'shop-db' }, stringData: { username: 'shop' } },
+  });
+  await waiting(/^waiting: Secret .*\/shop-db lacks the key url$/);
+  t.true(isHeld(await getRevision(env, 'shop-00001')), 'held while a key is missing');
+
+  await env.core.patchNamespacedSecret({
+    name: 'shop-db',
+    namespace: env.namespace,
+    body: [{ op: 'add', path: '/data/url', value: Buffer.from('postgres://shop').toString('base64') }],
+  });
+  await waitReleased(env, 'shop-00001');
+  const run = await waitForRun(env, 'shop-00001', 'Released', (r) => r.status?.phase === 'Released');
+  const status = hookStatusOf(run, hook);
+  t.is(status?.message, `Secret ${env.namespace}/shop-db is ready; bound as env DATABASE_URL`);
+  t.deepEqual(status?.contributions, [{ name: 'shop-db', secretName: 'shop-db', as: 'env', env: { DATABASE_URL: 'url' } }]);
+  t.is((await getRevision(env, 'shop-00001')).metadata?.labels?.['prestart.dev/inject'], 'true');
+});
+
+test('a Secret that never appears fails the hook before the deadline, saying which and what to do', async (t) => {
+  const server = await serveBuiltinHook(t, env, 'secret');
+  const { hook, annotations } = await addHook(env, 'never', server.url, {
+    params: { secretName: 'never-there' },
+    allowed: ['volume'],
+    timeout: '5s',
+  });
+  await createRevision(env, 'late-00001', { annotations });
+
+  const run = await waitForRun(env, 'late-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+  const status = hookStatusOf(run, hook);
+  t.is(status?.phase, 'Failed', 'the hook said why before the gate timed it out');
+  t.regex(
+    status?.message ?? '',
+    new RegExp(`^Secret ${env.namespace}/never-there does not exist yet after \\ds, and the hook's time is up\\.`),
+  );
+  t.regex(status?.message ?? '', /kubectl annotate prestartrun late-00001 .* prestart\.dev\/retry=/);
+  t.true(isHeld(await getRevision(env, 'late-00001')));
+});
+
+test('knative-prestart hook secret serves the hook from the command line', async (t) => {
+  const { path } = await hookIdentity(env, 'secret');
+  const hookName = `${env.instance}-cli`;
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'gate/cli.ts',
+      'hook',
+      'secret',
+      '--name',
+      hookName,
+      '--kubeconfig',
+      path,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--poll-max',
+      '1',
+      '--log-level',
+      'warn',
+    ],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, K_SINK: '' } },
+  );
+  t.teardown(() => stop(child));
+  let out = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8');
+  });
+  const url = await waitFor(() => /listening on (http:\/\/\S+),/.exec(out)?.[1], {
+    timeoutMs: 60_000,
+    what: 'the hook command to listen',
+    bail: () => (child.exitCode !== null ? new Error(`the hook command exited ${child.exitCode}: ${out}`) : undefined),
+  });
+  t.regex(out, new RegExp(`^hook secret listening on http://127\\.0\\.0\\.1:\\d+, serving PrestartHook ${hookName}$`, 'm'));
+
+  await env.core.createNamespacedSecret({ namespace: env.namespace, body: { metadata: { name: 'cli-db' }, stringData: { uri: 'x' } } });
+  const { annotations } = await addHook(env, 'cli', url, { params: { secretName: 'cli-db' }, allowed: ['volume'] });
+  await createRevision(env, 'cli-00001', { annotations });
+  await waitReleased(env, 'cli-00001');
+  const run = await waitForRun(env, 'cli-00001', 'Released', (r) => r.status?.phase === 'Released');
+  t.deepEqual(hookStatusOf(run, hookName)?.contributions, [{ name: 'cli-db', secretName: 'cli-db', as: 'volume' }]);
+});
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
