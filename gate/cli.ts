@@ -31,7 +31,10 @@ export function buildCli(): Command {
     .option('--sink-host <host>', 'address the reply sink listens on', '0.0.0.0')
     .option('--sink-port <port>', 'port of the reply sink (http)', int, DEFAULTS.sinkPort)
     .option('--sink-url <url>', 'URL hooks send replies to (data.replyTo)')
-    .option('--trigger-reply-uri <url>', 'keep Triggers for Broker hooks; the reply Trigger delivers to this URL (in cluster: http://knative-prestart-gate.knative-prestart.svc/)')
+    .option(
+      '--trigger-reply-uri <url>',
+      'keep Triggers for Broker hooks; the reply Trigger delivers to this URL (in cluster: http://knative-prestart-gate.knative-prestart.svc/)',
+    )
     .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)

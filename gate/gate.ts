@@ -9,6 +9,7 @@ import { createTransports, kubeBrokerResolver, type Transports } from '../emitte
 import { createSinkRouter } from '../sinks/http.ts';
 import { createSinkMetrics } from '../sinks/metrics.ts';
 import { createNatsSink, type NatsSink } from '../sinks/nats.ts';
+import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import type { GateConfig } from './config.ts';
 import { type Caches, startCaches, syncCaches } from './shell/caches.ts';
 import { Controller } from './shell/controller.ts';
@@ -19,7 +20,6 @@ import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
 import { toHook } from './shell/resources.ts';
-import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { admissionRouter } from './webhooks/admission.ts';
 import { startWebhookTls, type WebhookTls } from './webhooks/tls.ts';
 
@@ -49,7 +49,10 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   let ready = false;
   const sinkApp = express();
   sinkApp.get('/readyz', (_req, res) => {
-    res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ok' : 'starting');
+    res
+      .status(ready ? 200 : 503)
+      .type('text/plain')
+      .send(ready ? 'ok' : 'starting');
   });
   sinkApp.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
@@ -129,7 +132,12 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
       onStartedLeading: () => {
         controller.start();
         if (triggerConfig) {
-          triggers = startTriggerReconciler({ kc, log, gateSubscriber: { uri: triggerConfig.replyUri }, namespaces: triggerConfig.namespaces });
+          triggers = startTriggerReconciler({
+            kc,
+            log,
+            gateSubscriber: { uri: triggerConfig.replyUri },
+            namespaces: triggerConfig.namespaces,
+          });
         }
       },
       onStoppedLeading: () => {

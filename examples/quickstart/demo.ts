@@ -5,7 +5,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import type { PrestartHookSpec } from '../../gate/core/types.ts';
 import { waitFor } from '../../test/cluster/wait.ts';
 import { Knative, type KnativeObject } from '../../test/e2e/_serving.ts';
-import type { DemoTarget } from './view.ts';
+import type { DemoTarget } from './milestones.ts';
 
 export const BINDING_ANNOTATION = 'serving-binding';
 

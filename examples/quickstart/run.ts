@@ -7,10 +7,11 @@ import type { Cluster } from '../../test/cluster/control-plane.ts';
 import { GATE_USER } from '../../test/cluster/gate-harness.ts';
 import { createDemoService, DEMO, prepareDemo } from './demo.ts';
 import { createLiveView } from './live.ts';
+import { demoDone, type Milestones, nextMilestones, timeline, waitingFor } from './milestones.ts';
 import { installProject, type Serving, startExampleHook, startGateHere, startQuickstartCluster, startServing } from './platform.ts';
 import { keepAlive, QuickstartFailure, type Session } from './session.ts';
 import { lookAround, type Phase, seconds } from './summary.ts';
-import { demoDone, type Milestones, nextMilestones, timeline, viewLines, waitingFor } from './view.ts';
+import { viewLines } from './view.ts';
 import { type DemoWatch, watchDemo } from './watch.ts';
 
 /** Phases 2 to 5, once the binaries are there: control plane, Knative, gate and hook, the demo. */

@@ -51,7 +51,10 @@ export class RequestSender {
         );
         return;
       }
-      log.warn({ hook: hook.name, revision: `${revision.namespace}/${revision.name}`, err: err.message }, 'request refused; the hook fails');
+      log.warn(
+        { hook: hook.name, revision: `${revision.namespace}/${revision.name}`, err: err.message },
+        'request refused; the hook fails',
+      );
       await this.recordFailure(revision, hook, attempt, `the hook could not take the request: ${err.message}`);
     }
   }

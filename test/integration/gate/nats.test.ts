@@ -4,11 +4,22 @@
 // nothing because JetStream redelivers the unacked reply to the restarted gate.
 import test from 'ava';
 import { type NatsHookService, serveHookNats, succeed } from '../../../hooks/index.ts';
-import { freePorts } from '../../cluster/ports.ts';
 import { type NatsServer, startNatsServer } from '../../cluster/nats.ts';
+import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { type GateProcess, spawnGate } from './_gate-process.ts';
-import { createHook, createRevision, deleteHook, type GateEnv, gateEnv, getRevision, hookSpec, isHeld, waitForRun, waitUntilStamped } from './_harness.ts';
+import {
+  createHook,
+  createRevision,
+  deleteHook,
+  type GateEnv,
+  gateEnv,
+  getRevision,
+  hookSpec,
+  isHeld,
+  waitForRun,
+  waitUntilStamped,
+} from './_harness.ts';
 
 // Gates share the durable reply consumer (replicas split the work), so each scenario stops its
 // gates before the next starts (t.teardown runs in reverse order when the test ends).

@@ -1,7 +1,8 @@
 // The demo namespace's objects as the quickstart's watches see them, at the moments that matter:
 // the Revision held, the hook running, the release, the pod with its binding, the Service Ready.
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import type { DemoObjects, DemoTarget } from '../../../examples/quickstart/view.ts';
+import type { DemoTarget } from '../../../examples/quickstart/milestones.ts';
+import type { DemoObjects } from '../../../examples/quickstart/view.ts';
 import type { HookStatus } from '../../../gate/core/types.ts';
 import type { RunObject } from '../../../gate/shell/resources.ts';
 import type { CoreEvent, KnativeObject } from '../../e2e/_serving.ts';
@@ -10,6 +11,15 @@ export const TARGET: DemoTarget = { namespace: 'demo', service: 'demo', revision
 
 export function empty(): DemoObjects {
   return { services: new Map(), revisions: new Map(), runs: new Map(), deployments: new Map(), pods: new Map(), events: new Map() };
+}
+
+/** The objects with writable maps, to fill in a test. */
+export type Mutable = { [K in keyof DemoObjects]: Map<string, unknown> };
+
+export function objects(fill: (o: Mutable) => void): DemoObjects {
+  const o = empty() as unknown as Mutable;
+  fill(o);
+  return o as unknown as DemoObjects;
 }
 
 export function revision(
