@@ -141,9 +141,15 @@ export async function deleteHook(env: GateEnv, name: string): Promise<void> {
 /**
  * Waits until the gate's admission webhook stamps a Revision carrying `annotations` with
  * `hook`: a hook created a moment ago is not in the gate's cache yet. Uses a dry-run create,
- * which runs the webhook and stores nothing.
+ * which runs every admission webhook and stores nothing. The probe names no Configuration:
+ * Knative's own validation (when it runs, as in the e2e suite) refuses a
+ * serving.knative.dev/configuration label without the matching owner reference.
  */
-export async function waitUntilStamped(env: GateEnv, hook: string, annotations: Record<string, string>): Promise<void> {
+export async function waitUntilStamped(
+  env: Pick<GateEnv, 'custom' | 'namespace'>,
+  hook: string,
+  annotations: Record<string, string>,
+): Promise<void> {
   await waitFor(
     async () => {
       const rev = (await env.custom.createNamespacedCustomObject({
@@ -152,9 +158,14 @@ export async function waitUntilStamped(env: GateEnv, hook: string, annotations: 
         plural: 'revisions',
         namespace: env.namespace,
         dryRun: 'All',
-        body: revisionBody(env, `dry-run-${Date.now()}`, { annotations }),
+        body: {
+          apiVersion: 'serving.knative.dev/v1',
+          kind: 'Revision',
+          metadata: { name: `stamp-probe-${Date.now()}`, annotations },
+          spec: { containers: [{ image: 'dev.local/demo/app:v1' }] },
+        },
       })) as RevisionObject;
-      return JSON.parse(rev.metadata?.annotations?.['prestart.dev/hooks'] ?? '[]').includes(hook);
+      return (JSON.parse(rev.metadata?.annotations?.['prestart.dev/hooks'] ?? '[]') as string[]).includes(hook);
     },
     { timeoutMs: 30_000, what: `the gate's webhook to apply hook ${hook}` },
   );

@@ -1,8 +1,7 @@
 // Helpers of the end-to-end suite: Knative objects as a user writes and reads them, what the
 // suite observes over time (events, Deployments), and the one stand-in it needs (Ingresses).
 import { ApiException, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import type { GateEnv } from '../cluster/gate-harness.ts';
-import { WaitTimeoutError, waitFor } from '../cluster/wait.ts';
+import { WaitTimeoutError } from '../cluster/wait.ts';
 
 export interface Condition {
   type: string;
@@ -132,34 +131,7 @@ function serviceTemplate(t: { annotations?: Record<string, string>; env?: Record
   };
 }
 
-/**
- * Waits until the gate's webhook stamps a Revision carrying `annotations` with `hook` (a hook
- * created a moment ago is not in the gate's cache yet), by a dry-run create that runs every
- * admission webhook and stores nothing. Unlike the integration harness's probe, the Revision
- * names no Configuration: Knative's own validation, which runs here, refuses a
- * serving.knative.dev/configuration label without the matching owner reference.
- */
-export async function waitUntilStamped(env: GateEnv, hook: string, annotations: Record<string, string>): Promise<void> {
-  await waitFor(
-    async () => {
-      const rev = (await env.custom.createNamespacedCustomObject({
-        group: 'serving.knative.dev',
-        version: 'v1',
-        plural: 'revisions',
-        namespace: env.namespace,
-        dryRun: 'All',
-        body: {
-          apiVersion: 'serving.knative.dev/v1',
-          kind: 'Revision',
-          metadata: { name: `stamp-probe-${Date.now()}`, annotations },
-          spec: { containers: [{ image: 'dev.local/demo/app:v1' }] },
-        },
-      })) as KnativeObject;
-      return (JSON.parse(rev.metadata?.annotations?.['prestart.dev/hooks'] ?? '[]') as string[]).includes(hook);
-    },
-    { timeoutMs: 30_000, what: `the gate's webhook to apply hook ${hook}` },
-  );
-}
+export { waitUntilStamped } from '../cluster/gate-harness.ts';
 
 export interface Sighting<T> {
   object: T;

@@ -10,10 +10,9 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import { Command } from 'commander';
-import { type CliIo, registerHookCommands } from '../../../hooks/cli.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { createRevision, getRevision, isHeld, waitForRun } from '../gate/_harness.ts';
+import { runCli } from '../hooks/_support.ts';
 import { addHook, type BuiltinEnv, builtinEnv, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
 
 let env: BuiltinEnv;
@@ -83,23 +82,6 @@ test.after.always(async () => {
   await env?.stop();
 });
 
-async function cli(args: string[]): Promise<{ out: string; code: number }> {
-  let out = '';
-  let code = 0;
-  const io: CliIo = {
-    out: (text) => {
-      out += `${text}\n`;
-    },
-    setExitCode: (c) => {
-      code = c;
-    },
-  };
-  const program = new Command('knative-prestart').exitOverride();
-  registerHookCommands(program, io);
-  await program.parseAsync(['node', 'knative-prestart', ...args]);
-  return { out, code };
-}
-
 function as(user: keyof typeof users): CustomObjectsApi {
   const kc = new KubeConfig();
   kc.loadFromFile(users[user]);
@@ -123,7 +105,7 @@ test('an approver releases the Revision, and the hook records who and when', asy
     `waiting for approval: knative-prestart approve pay-00001 -n ${env.namespace} (or --reject --reason "…")`,
   );
 
-  const { out, code } = await cli([
+  const { out, code } = await runCli([
     'approve',
     'pay-00001',
     '-n',
@@ -170,7 +152,7 @@ test('the apiserver refuses a decision from someone who is not an approver, or i
   t.is(bob.code, 403, 'bob may edit Revisions, but not approve them');
   t.regex(bob.body, /bob may not approve or reject Revision ledger-00001 .*verb approve on prestartruns\.prestart\.dev/);
 
-  const viaCli = await cli(['approve', 'ledger-00001', '-n', env.namespace, '--kubeconfig', users.bob]);
+  const viaCli = await runCli(['approve', 'ledger-00001', '-n', env.namespace, '--kubeconfig', users.bob]);
   t.is(viaCli.code, 1);
   t.regex(viaCli.out, /^error: the apiserver refused the approval of .*\/ledger-00001 by bob: .*bob may not approve/);
 
@@ -186,7 +168,7 @@ test('the apiserver refuses a decision from someone who is not an approver, or i
 
 test('a rejection keeps the Revision held, saying who rejected it and why', async (t) => {
   const hook = await heldForApproval(t, 'reject', 'risky-00001');
-  const { code } = await cli([
+  const { code } = await runCli([
     'approve',
     'risky-00001',
     '-n',

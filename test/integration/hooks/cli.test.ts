@@ -3,36 +3,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { Command } from 'commander';
-import { type CliIo, registerHookCommands } from '../../../hooks/cli.ts';
 import { succeed } from '../../../hooks/sdk/index.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { start as nonCloudEventBody } from '../../fixtures/broken-hooks/non-cloudevent-body.ts';
-import { hookFor } from './_support.ts';
+import { hookFor, runCli } from './_support.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-
-async function run(args: string[]): Promise<{ out: string; code: number }> {
-  let out = '';
-  let code = 0;
-  const io: CliIo = {
-    out: (text) => {
-      out += `${text}\n`;
-    },
-    setExitCode: (c) => {
-      code = c;
-    },
-  };
-  const program = new Command('knative-prestart').exitOverride();
-  registerHookCommands(program, io);
-  await program.parseAsync(['node', 'knative-prestart', ...args]);
-  return { out, code };
-}
 
 test('conformance exits 1 and prints one FAIL line per failure', async (t) => {
   const hook = await nonCloudEventBody('db');
   t.teardown(() => hook.close());
-  const { out, code } = await run(['conformance', hook.url, '--hook', 'db', '--timeout', '10']);
+  const { out, code } = await runCli(['conformance', hook.url, '--hook', 'db', '--timeout', '10']);
   t.is(code, 1);
   t.deepEqual(
     out
@@ -46,7 +27,7 @@ test('conformance exits 1 and prints one FAIL line per failure', async (t) => {
 
 test('conformance --json prints the report', async (t) => {
   const hook = await hookFor(t, { name: 'db', mode: 'sync', handler: async () => succeed() });
-  const { out, code } = await run(['conformance', hook.url, '--hook', 'db', '--json']);
+  const { out, code } = await runCli(['conformance', hook.url, '--hook', 'db', '--json']);
   t.is(code, 0);
   t.like(JSON.parse(out), { url: hook.url, hook: 'db', passed: true });
 });
@@ -57,7 +38,7 @@ test('simulate passes --param and --annotation on, and exits 2 when the Revision
     mode: 'sync',
     handler: async (req) => succeed(`${JSON.stringify(req.params)} ${req.revision.annotations.team}`),
   });
-  const released = await run([
+  const released = await runCli([
     'simulate',
     hook.url,
     '--hook',
@@ -72,7 +53,7 @@ test('simulate passes --param and --annotation on, and exits 2 when the Revision
   t.is(released.code, 0);
   t.regex(released.out, /reply {4}← in the answer: succeeded "\{\\"dryRun\\":true,\\"target\\":\\"orders\\"\} payments"/);
   t.regex(released.out, /^decision : RELEASED/m);
-  const held = await run(['simulate', hook.url, '--hook', 'other', '--timeout', '0.3']);
+  const held = await runCli(['simulate', hook.url, '--hook', 'other', '--timeout', '0.3']);
   t.is(held.code, 2);
   t.regex(held.out, /^decision : HELD \(no final reply within 0.3s/m);
 });
