@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
+  annotationMatch,
   createHook,
   createRevision,
   deleteHook,
@@ -127,7 +128,7 @@ try {
     hookName,
     hookSpec(
       {
-        match: { annotation: { key: 'bench' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: annotationMatch(env.namespace, 'bench'),
         timeout: '1h',
         resendInterval: '1h',
         delivery: { transport: 'http', url: hook.url },

@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import type { RevisionObject } from '../gate/shell/resources.ts';
 import {
+  annotationMatch,
   createHook,
   createRevision,
   deleteHook,
@@ -81,7 +82,7 @@ try {
     hookName,
     hookSpec(
       {
-        match: { annotation: { key: 'bench' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: annotationMatch(env.namespace, 'bench'),
         timeout: '1h',
         resendInterval: '1h',
         delivery: { transport: 'http', url: hook.url },

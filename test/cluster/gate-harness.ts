@@ -123,6 +123,14 @@ export function hookSpec(overrides: Partial<PrestartHookSpec> & Pick<PrestartHoo
   };
 }
 
+/** A hook's match: Revisions in `namespace` that carry annotation `key` (with `value`, when given). */
+export function annotationMatch(namespace: string, key: string, value?: string): PrestartHookSpec['match'] {
+  return {
+    annotation: value === undefined ? { key } : { key, value },
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+  };
+}
+
 export async function createHook(env: GateEnv, name: string, spec: PrestartHookSpec): Promise<void> {
   await env.custom.createClusterCustomObject({
     group: 'prestart.dev',

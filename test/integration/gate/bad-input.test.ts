@@ -9,6 +9,7 @@ import { buildCompleted, KeyRing, toBinary, toStructured } from '../../../schema
 import { waitFor } from '../../cluster/wait.ts';
 import {
   annotateRun,
+  annotationMatch,
   createHook,
   createRevision,
   deleteHook,
@@ -50,7 +51,7 @@ test.before(async () => {
     hookName,
     hookSpec(
       {
-        match: { annotation: { key: 'bad' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: annotationMatch(env.namespace, 'bad'),
         resendInterval: '10m',
         timeout: '10m',
         delivery: { transport: 'http', url: hookServer.url },

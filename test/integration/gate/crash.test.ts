@@ -6,6 +6,7 @@ import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { type GatePorts, type GateProcess, spawnGate } from './_gate-process.ts';
 import {
+  annotationMatch,
   createHook,
   createRevision,
   deleteHook,
@@ -38,7 +39,7 @@ test.before(async () => {
     hookName,
     hookSpec(
       {
-        match: { annotation: { key: 'crash' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: annotationMatch(env.namespace, 'crash'),
         resendInterval: '2s',
         delivery: { transport: 'http', url: hookServer.url },
       },

@@ -3,6 +3,7 @@ import test from 'ava';
 import { waitFor } from '../../cluster/wait.ts';
 import {
   annotateRun,
+  annotationMatch,
   createDeploymentLikeKnative,
   createHook,
   createRevision,
@@ -47,13 +48,7 @@ async function recordingHook(name: string, overrides: Parameters<typeof hookSpec
   return { name: fullName, server: hook };
 }
 
-const matching = (key: string) => ({ annotation: { key }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': '' } } });
-
-function matchOn(key: string) {
-  const m = matching(key);
-  m.namespaceSelector.matchLabels['kubernetes.io/metadata.name'] = env.namespace;
-  return m;
-}
+const matchOn = (key: string) => annotationMatch(env.namespace, key);
 
 const startRequests = (s: HookServer) => s.requests.filter((r) => r.data.action === 'start');
 

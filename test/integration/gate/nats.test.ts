@@ -9,6 +9,7 @@ import { freePorts } from '../../cluster/ports.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { type GateProcess, spawnGate } from './_gate-process.ts';
 import {
+  annotationMatch,
   createHook,
   createRevision,
   deleteHook,
@@ -41,7 +42,7 @@ function natsHook(env: GateEnv, name: string, match: string) {
     name,
     hookSpec(
       {
-        match: { annotation: { key: match }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: annotationMatch(env.namespace, match),
         resendInterval: '1m',
         delivery: { transport: 'nats' },
       },

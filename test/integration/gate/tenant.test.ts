@@ -11,6 +11,7 @@ import {
 import test from 'ava';
 import { waitFor } from '../../cluster/wait.ts';
 import {
+  annotationMatch,
   createHook,
   createRevision,
   deleteHook,
@@ -60,7 +61,7 @@ test.before(async () => {
     hookName,
     hookSpec(
       {
-        match: { annotation: { key: 'scan' }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } } },
+        match: annotationMatch(env.namespace, 'scan'),
         delivery: { transport: 'http', url: hookServer.url },
       },
       env.namespace,
