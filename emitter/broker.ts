@@ -19,6 +19,11 @@
 // Connection failures and 404/408/409/429/5xx answers within the window are retried here with
 // exponential backoff and jitter, bounded in tries and time; a 404 or a connection failure also
 // drops the cached ingress address. The ingress's answer body is never a reply.
+//
+// Broker addresses are cluster-local names: where they are reached through an HTTP forward proxy
+// (HTTP_PROXY / HTTPS_PROXY / NO_PROXY by default, or the `proxy` option) all of the above holds
+// unchanged through the proxy, and every reason names the proxy, since a 502/503 or a refused
+// connection may be the proxy's rather than the ingress's.
 import http from 'node:http';
 import https from 'node:https';
 import pino, { type Logger } from 'pino';
@@ -27,6 +32,7 @@ import { toBinary } from '../schemas/index.ts';
 import { type BackoffPolicy, DEFAULT_BACKOFF, nextRetryDelay } from './backoff.ts';
 import { describeNetworkError } from './http.ts';
 import { bodyExcerpt, classifyErrorStatus } from './http-response.ts';
+import { createProxyRouter, type ProxyOption, type Route } from './proxy.ts';
 import { type Message, type OutgoingEvent, type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export type ResolveBrokerUrl = (namespace: string, name: string) => Promise<string>;
@@ -57,6 +63,11 @@ export interface BrokerTransportOptions {
   userAgent?: string;
   /** Told how every request left open in the background ended. */
   onBackgroundResult?: (result: BackgroundResult) => void;
+  /**
+   * The HTTP forward proxy to the ingress. Default: HTTP_PROXY / HTTPS_PROXY / NO_PROXY, as
+   * Knative's Go components; loopback addresses are always direct. See ProxyOption.
+   */
+  proxy?: ProxyOption;
 }
 
 type AttemptResult =
@@ -74,8 +85,7 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
   const log = opts.logger ?? pino({ name: 'broker-transport' });
   const userAgent = opts.userAgent ?? 'knative-prestart-gate';
   const addresses = new AddressCache(opts.resolveBrokerUrl ?? kubeBrokerResolver(), opts.addressTtlMs ?? 30_000);
-  const httpAgent = new http.Agent({ keepAlive: true });
-  const httpsAgent = new https.Agent({ keepAlive: true });
+  const router = createProxyRouter(opts.proxy);
   const background = new Set<http.ClientRequest>();
   const sleeping = new Set<() => void>();
   let closed = false;
@@ -89,11 +99,20 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
         resolve({ type: 'fail', reason: `invalid Broker URL ${JSON.stringify(url)}` });
         return;
       }
+      let route: Route;
+      try {
+        route = router.route(target);
+      } catch (err) {
+        // Only a malformed proxy URL gets here; sending again cannot fix the configuration.
+        resolve({ type: 'fail', reason: `cannot use the proxy configured for ${target.origin}: ${(err as Error).message}` });
+        return;
+      }
+      const via = route.via === undefined ? '' : ` via proxy ${route.via}`;
       const secure = target.protocol === 'https:';
       const body = typeof message.body === 'string' ? Buffer.from(message.body) : message.body;
       const req = (secure ? https : http).request(target, {
         method: 'POST',
-        agent: secure ? httpsAgent : httpAgent,
+        agent: route.agent,
         headers: { ...message.headers, 'content-length': String(body.length), 'user-agent': userAgent },
       });
       let settled = false;
@@ -158,7 +177,7 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
         });
         const conclude = () => {
           clearTimeout(excerptTimer);
-          const verdict = classifyBrokerStatus(status, bodyExcerpt(Buffer.concat(chunks)));
+          const verdict = classifyBrokerStatus(status, bodyExcerpt(Buffer.concat(chunks)), route.via);
           settle(verdict);
         };
         res.on('end', conclude);
@@ -167,12 +186,12 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
 
       req.on('error', (err) => {
         if (settled) {
-          finishBackground({ error: describeNetworkError(err) });
+          finishBackground({ error: `${describeNetworkError(err)}${via}` });
           return;
         }
         const reason = written
-          ? `the connection failed after the request was sent: ${describeNetworkError(err)}`
-          : describeNetworkError(err);
+          ? `the connection failed after the request was sent${via}: ${describeNetworkError(err)}`
+          : `${describeNetworkError(err)}${via}`;
         settle({ type: 'retry', reason, forgetAddress: true });
       });
 
@@ -234,18 +253,22 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
       closed = true;
       for (const wake of [...sleeping]) wake();
       for (const req of [...background]) req.destroy(new Error('transport closed'));
-      httpAgent.destroy();
-      httpsAgent.destroy();
+      router.destroy();
     },
   };
 }
 
-/** The ingress answers only about itself: 404 means the Broker is (not yet, or no longer) there. */
-export function classifyBrokerStatus(status: number, excerpt: string): AttemptResult {
+/**
+ * The ingress answers only about itself: 404 means the Broker is (not yet, or no longer) there.
+ * Through a proxy (`via`) the answer may be the proxy's own (502/503: no route, upstream down),
+ * retriable like the ingress's 5xx; the reason names the proxy.
+ */
+export function classifyBrokerStatus(status: number, excerpt: string, via?: string): AttemptResult {
+  const peer = via === undefined ? 'Broker ingress' : `Broker ingress via proxy ${via}`;
   if (status === 404) {
-    return { type: 'retry', reason: `Broker ingress answered 404${excerpt ? `: ${excerpt}` : ''}`, forgetAddress: true };
+    return { type: 'retry', reason: `${peer} answered 404${excerpt ? `: ${excerpt}` : ''}`, forgetAddress: true };
   }
-  const verdict = classifyErrorStatus(status, excerpt, 'Broker ingress');
+  const verdict = classifyErrorStatus(status, excerpt, peer);
   if (verdict.type === 'retry') return { type: 'retry', reason: verdict.reason, forgetAddress: false };
   if (verdict.type === 'fail') return verdict;
   return { type: 'accepted', pending: false };

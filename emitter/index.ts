@@ -11,6 +11,7 @@ export type { HttpTransportOptions } from './http.ts';
 export { createHttpTransport } from './http.ts';
 export type { NatsTransport, NatsTransportOptions } from './nats.ts';
 export { createNatsTransport } from './nats.ts';
+export type { ProxyOption } from './proxy.ts';
 export * from './transport.ts';
 
 export interface TransportsOptions {

@@ -15,6 +15,18 @@ function int(value: string): number {
   return n;
 }
 
+/** A proxy URL that is wrong would fail every Broker delivery; better to refuse it at start. */
+function proxyUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`"${value}" is not a URL (e.g. http://proxy.example:3128)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`"${value}" is not an http:// or https:// URL`);
+  return value;
+}
+
 export function buildCli(): Command {
   const program = new Command('knative-prestart').description('Pre-start hooks for Knative Revisions');
   program
@@ -35,6 +47,7 @@ export function buildCli(): Command {
       '--trigger-reply-uri <url>',
       'keep Triggers for Broker hooks; the reply Trigger delivers to this URL (in cluster: http://knative-prestart-gate.knative-prestart.svc/)',
     )
+    .option('--broker-proxy <url>', 'HTTP proxy for Broker delivery (default: HTTP_PROXY / HTTPS_PROXY / NO_PROXY)', proxyUrl)
     .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
@@ -84,6 +97,7 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     source: DEFAULTS.source,
     nats: o.nats === undefined ? undefined : { servers: String(o.nats) },
     triggers: o.triggerReplyUri === undefined ? undefined : { replyUri: String(o.triggerReplyUri) },
+    broker: o.brokerProxy === undefined ? undefined : { proxy: String(o.brokerProxy) },
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),
   };

@@ -36,7 +36,14 @@ export interface GateConfig {
    * delivering to `replyUri` (a URL the Broker can reach). Off when undefined.
    */
   triggers?: { replyUri: string; namespaces?: string[] };
-  broker?: { defaultNamespace?: string };
+  broker?: {
+    defaultNamespace?: string;
+    /**
+     * HTTP forward proxy for Broker delivery (every non-loopback ingress address goes through it).
+     * Unset: HTTP_PROXY / HTTPS_PROXY / NO_PROXY decide.
+     */
+    proxy?: string;
+  };
   workers: number;
   /** How long a dead leader's lease blocks a successor. */
   leaseSeconds?: number;

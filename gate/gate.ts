@@ -63,7 +63,10 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
 
   const transports: Transports = createTransports({
     http: {},
-    broker: { resolveBrokerUrl: kubeBrokerResolver(async () => kc) },
+    broker: {
+      resolveBrokerUrl: kubeBrokerResolver(async () => kc),
+      ...(config.broker?.proxy === undefined ? {} : { proxy: config.broker.proxy }),
+    },
     ...(config.nats ? { nats: { servers: config.nats.servers } } : {}),
   });
   let natsSink: NatsSink | undefined;

@@ -1,6 +1,6 @@
 // Whether a live Trigger already is what the gate wants. Knative's webhook adds defaults to a
-// Trigger (an empty `filter`, the subscriber ref's namespace, an `eventing.knative.dev/broker`
-// label), so equality would never hold: the live object must *cover* the desired one instead.
+// Trigger (an empty `filter`, the subscriber ref's namespace), and admins may add labels, so
+// equality would never hold: the live object must *cover* the desired one instead.
 // Covering cannot notice a field the gate stopped setting (a subscriber losing its `uri`), so
 // the desired object also carries a hash of itself; an object applied from older desires fails
 // the check through that annotation.

@@ -18,6 +18,12 @@ export const MANAGED_BY = 'knative-prestart';
 export const ROLE_LABEL = 'prestart.dev/trigger';
 /** On request Triggers: the hook whose requests it delivers. */
 export const HOOK_LABEL = 'prestart.dev/hook';
+/**
+ * The label Eventing's webhook defaults on every Trigger, and the MT Broker's reconciler lists a
+ * Broker's Triggers by (to reconcile them again when the Broker changes). Set by the gate too, so
+ * its Triggers are whole also where that webhook does not run or runs later.
+ */
+export const BROKER_LABEL = 'eventing.knative.dev/broker';
 
 export const REQUESTED_TYPE = 'revision.prestart.requested';
 export const COMPLETED_TYPE = 'revision.prestart.completed';
@@ -144,12 +150,18 @@ export function desiredTriggers(hooks: readonly OwnedHook[], gateSubscriber: Des
     const broker = hook.spec.delivery.transport === 'broker' ? hook.spec.delivery.broker : undefined;
     if (!broker) continue;
     out.push(
-      trigger(requestTriggerName(hook.name), broker.namespace, { [ROLE_LABEL]: 'requests', [HOOK_LABEL]: hook.name }, ownerOf(hook), {
-        broker: broker.name,
-        filters: [{ exact: { type: REQUESTED_TYPE, prestarthook: hook.name } }],
-        subscriber: cleanDestination(broker.subscriber),
-        delivery: { ...REQUEST_DELIVERY },
-      }),
+      trigger(
+        requestTriggerName(hook.name),
+        broker.namespace,
+        { [ROLE_LABEL]: 'requests', [HOOK_LABEL]: hook.name, [BROKER_LABEL]: broker.name },
+        ownerOf(hook),
+        {
+          broker: broker.name,
+          filters: [{ exact: { type: REQUESTED_TYPE, prestarthook: hook.name } }],
+          subscriber: cleanDestination(broker.subscriber),
+          delivery: { ...REQUEST_DELIVERY },
+        },
+      ),
     );
     const key = `${broker.namespace}/${broker.name}`;
     const entry = brokers.get(key) ?? { namespace: broker.namespace, name: broker.name, hooks: [] };
@@ -159,12 +171,18 @@ export function desiredTriggers(hooks: readonly OwnedHook[], gateSubscriber: Des
 
   for (const broker of brokers.values()) {
     out.push(
-      trigger(replyTriggerName(broker.name), broker.namespace, { [ROLE_LABEL]: 'replies' }, broker.hooks.flatMap(ownerOf), {
-        broker: broker.name,
-        filters: [{ exact: { type: COMPLETED_TYPE } }],
-        subscriber: { ...gate, ...(gate.ref ? { ref: { ...gate.ref } } : {}) },
-        delivery: { ...REPLY_DELIVERY },
-      }),
+      trigger(
+        replyTriggerName(broker.name),
+        broker.namespace,
+        { [ROLE_LABEL]: 'replies', [BROKER_LABEL]: broker.name },
+        broker.hooks.flatMap(ownerOf),
+        {
+          broker: broker.name,
+          filters: [{ exact: { type: COMPLETED_TYPE } }],
+          subscriber: { ...gate, ...(gate.ref ? { ref: { ...gate.ref } } : {}) },
+          delivery: { ...REPLY_DELIVERY },
+        },
+      ),
     );
   }
 

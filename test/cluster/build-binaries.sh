@@ -146,21 +146,23 @@ build_knative_serving() {
   mv "$out/config.tmp" "$out/config"
 }
 
-# Knative Eventing's MT channel-based Broker with the InMemoryChannel: the upstream mains as they
-# are (controllers and data plane), plus the manifests of the same module version. Not part of
-# `all` yet: the Broker path still needs a loopback layout (docs/testing.md).
+# Knative Eventing's MT channel-based Broker with the InMemoryChannel, plus the manifests of the
+# same module version.
 build_knative_eventing() {
   local version="$KNATIVE_EVENTING_VERSION"
   local out="$cache/bin/knative-eventing-$version"
   local dir="$work/knative-eventing-$version"
-  local cmds="controller mtchannel_broker broker/ingress broker/filter in_memory/channel_controller in_memory/channel_dispatcher"
+  # The data plane's upstream mains as they are; the reconcilers under a main of ours (why:
+  # test/cluster/knative-eventing/main.go), rebuilt whenever that file changes.
+  local cmds="broker/ingress broker/filter in_memory/channel_dispatcher"
+  local main="$here/knative-eventing/main.go"
   local c bin missing=""
   for c in $cmds; do bin="${c//\//-}"; [ -x "$out/$bin" ] || missing="$missing $c"; done
   mkdir -p "$dir" "$out"
-  if [ -n "$missing" ]; then
-    (
-      cd "$dir"
-      [ -f go.mod ] || go mod init "knative-prestart.local/knative-eventing" >/dev/null 2>&1
+  (
+    cd "$dir"
+    [ -f go.mod ] || go mod init "knative-prestart.local/knative-eventing" >/dev/null 2>&1
+    if [ -n "$missing" ] || [ ! -f tools.go ]; then
       go get "knative.dev/eventing@$version" >/dev/null
       {
         printf '//go:build tools\npackage tools\n\nimport (\n'
@@ -168,13 +170,21 @@ build_knative_eventing() {
         printf ')\n'
       } > tools.go
       go mod tidy -e >/dev/null 2>&1 || true
-      for c in $missing; do
-        bin="${c//\//-}"
-        go build -tags tools -trimpath -ldflags "-s -w" -o "$out/$bin.tmp" "knative.dev/eventing/cmd/$c"
-        mv "$out/$bin.tmp" "$out/$bin"
-      done
-    )
-  fi
+    fi
+    for c in $missing; do
+      bin="${c//\//-}"
+      go build -tags tools -trimpath -ldflags "-s -w" -o "$out/$bin.tmp" "knative.dev/eventing/cmd/$c"
+      mv "$out/$bin.tmp" "$out/$bin"
+    done
+    if ! { [ -x "$out/eventing-controllers" ] && cmp -s "$main" "$out/eventing-controllers.main.go"; }; then
+      mkdir -p cmd/eventing-controllers
+      cp "$main" cmd/eventing-controllers/main.go
+      go mod tidy -e >/dev/null 2>&1 || true
+      go build -trimpath -ldflags "-s -w" -o "$out/eventing-controllers.tmp" ./cmd/eventing-controllers
+      mv "$out/eventing-controllers.tmp" "$out/eventing-controllers"
+      cp "$main" "$out/eventing-controllers.main.go"
+    fi
+  )
   [ -s "$out/config/channels/in-memory-channel/resources/in-memory-channel.yaml" ] && return 0
   local eventing
   eventing="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/eventing)"
@@ -203,6 +213,7 @@ case "$what" in
     step kubernetes build_kubernetes
     step nats-server build_nats
     step knative-serving build_knative_serving
+    step knative-eventing build_knative_eventing
     ;;
-  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|nats)" ;;
+  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats)" ;;
 esac

@@ -17,6 +17,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import pino from 'pino';
+import type { GateConfig } from '../../gate/config.ts';
 import type { PrestartHookSpec } from '../../gate/core/types.ts';
 import { type RunningGate, startGate } from '../../gate/gate.ts';
 import type { RevisionObject, RunObject } from '../../gate/shell/resources.ts';
@@ -58,8 +59,11 @@ export interface GateEnv {
   custom: CustomObjectsApi;
   core: CoreV1Api;
   apps: AppsV1Api;
-  /** Starts (or restarts, after stopGate) the gate for this namespace. */
-  startGate(): Promise<RunningGate>;
+  /**
+   * Starts (or restarts, after stopGate) the gate for this namespace; `overrides` (e.g. Triggers
+   * and Broker settings) are kept for later restarts.
+   */
+  startGate(overrides?: Partial<GateConfig>): Promise<RunningGate>;
   stop(): Promise<void>;
 }
 
@@ -74,6 +78,7 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
   const gateKubeconfigPath = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
   const gateKc = new KubeConfig();
   gateKc.loadFromFile(gateKubeconfigPath);
+  let kept: Partial<GateConfig> = {};
   const env: GateEnv = {
     cluster,
     admin,
@@ -84,7 +89,8 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
     custom: admin.makeApiClient(CustomObjectsApi),
     core,
     apps: admin.makeApiClient(AppsV1Api),
-    async startGate() {
+    async startGate(overrides) {
+      if (overrides) kept = overrides;
       env.gate = await startGate(
         {
           kubeConfig: gateKc,
@@ -97,6 +103,7 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
           source: `/apis/prestart.dev/v1alpha1/gate/${instance}`,
           workers: 4,
           ...(nats ? { nats: { servers: nats } } : {}),
+          ...kept,
         },
         pino({ name: instance, level: process.env.GATE_LOG_LEVEL ?? 'warn' }),
       );

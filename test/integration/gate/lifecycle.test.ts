@@ -193,6 +193,11 @@ test.serial('a Revision superseded while held is cancelled, unless traffic names
   await createRevision(env, 'sup-00002', { annotations: { supersede: 'yes' }, configuration: 'sup', generation: 2 });
   const cancelled = await waitForRun(env, 'sup-00001', 'Cancelled', (r) => r.status?.phase === 'Cancelled');
   t.regex(cancelled.status?.conditions?.find((c) => c.type === 'Ready')?.message ?? '', /sup-00002/);
-  t.truthy(h.server.requests.find((r) => r.data.action === 'cancel' && r.data.revision.name === 'sup-00001'));
+  // The run is recorded Cancelled before the hook is told (record-then-send), so wait for the message.
+  const cancel = await waitFor(() => h.server.requests.find((r) => r.data.action === 'cancel' && r.data.revision.name === 'sup-00001'), {
+    timeoutMs: 30_000,
+    what: 'the cancel for 00001',
+  });
+  t.is(cancel.data.revision.name, 'sup-00001');
   t.is((await waitForRun(env, 'sup-00002', 'Running', (r) => r.status?.phase === 'Running')).status?.phase, 'Running');
 });

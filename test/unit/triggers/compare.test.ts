@@ -18,7 +18,7 @@ function stored(t: ReturnType<typeof desired>) {
       ...copy.metadata,
       uid: 'x',
       resourceVersion: '7',
-      labels: { ...copy.metadata.labels, 'eventing.knative.dev/broker': 'default' },
+      labels: { ...copy.metadata.labels, 'app.kubernetes.io/part-of': 'shop' },
     },
     spec: {
       ...copy.spec,

@@ -20,7 +20,12 @@ test('a broker hook gets a Trigger for its own requests, delivered to its subscr
     metadata: {
       name: 'prestart-hook-db-migrate',
       namespace: 'shop',
-      labels: { 'app.kubernetes.io/managed-by': 'knative-prestart', 'prestart.dev/trigger': 'requests', 'prestart.dev/hook': 'db-migrate' },
+      labels: {
+        'app.kubernetes.io/managed-by': 'knative-prestart',
+        'prestart.dev/trigger': 'requests',
+        'prestart.dev/hook': 'db-migrate',
+        'eventing.knative.dev/broker': 'default',
+      },
       ownerReferences: [{ apiVersion: 'prestart.dev/v1alpha1', kind: 'PrestartHook', name: 'db-migrate', uid: 'uid-db' }],
     },
     spec: {
@@ -55,6 +60,8 @@ test('each Broker gets one reply Trigger to the gate, owned by every hook using 
     ['uid-db', 'uid-scan'],
   );
   t.is(shop?.metadata.labels[MANAGED_BY_LABEL], 'knative-prestart');
+  // What Eventing's webhook would default, and what its Broker reconciler finds Triggers by.
+  t.is(shop?.metadata.labels['eventing.knative.dev/broker'], 'default');
 });
 
 test('hooks of other transports need no Triggers', (t) => {
