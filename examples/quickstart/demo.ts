@@ -28,22 +28,11 @@ export function hookSpec(hookUrl: string, demo: Demo): PrestartHookSpec {
   };
 }
 
-/**
- * The namespace, the hook, and the Secret the hook's binding names. The example hook only
- * pretends to provision a database (it has no Kubernetes access), so the quickstart writes the
- * Secret it says it stores; the pods' env and volume refer to it.
- */
+/** The namespace and the hook; the example hook creates the Secret its binding names when it runs. */
 export async function prepareDemo(kc: KubeConfig, demo: Demo, hookUrl: string): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   await core.createNamespace({ body: { metadata: { name: demo.namespace } } });
-  await core.createNamespacedSecret({
-    namespace: demo.namespace,
-    body: {
-      metadata: { name: demo.hook, labels: { 'app.kubernetes.io/created-by': 'knative-prestart-quickstart' } },
-      stringData: { uri: `postgres://app@${demo.hook}.${demo.namespace}.svc:5432/app`, password: 'quickstart-only' },
-    },
-  });
   await custom.createClusterCustomObject({
     group: 'prestart.dev',
     version: 'v1alpha1',

@@ -19,6 +19,7 @@ import { clustersRoot } from '../../test/cluster/leftovers.ts';
 import { waitFor } from '../../test/cluster/wait.ts';
 import { startIngressStandIn } from '../../test/e2e/_serving.ts';
 import { start as startBindingHook } from '../typescript-binding-hook/index.ts';
+import { kubernetesSecrets } from '../typescript-binding-hook/secrets.ts';
 
 const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
 /**
@@ -90,13 +91,17 @@ export async function startGateHere(cluster: Cluster, logFile: string): Promise<
   return gate;
 }
 
-/** examples/typescript-binding-hook, serving the PrestartHook `name` on a free port of 127.0.0.1. */
-export function startExampleHook(name: string, provisionMs: number, logFile: string): Promise<HookServer> {
+/**
+ * examples/typescript-binding-hook, serving the PrestartHook `name` on a free port of 127.0.0.1,
+ * storing the credentials Secret with the admin's kubeconfig (in a cluster: its service account).
+ */
+export function startExampleHook(name: string, provisionMs: number, logFile: string, kc: KubeConfig): Promise<HookServer> {
   return startBindingHook({
     name,
     port: 0,
     host: '127.0.0.1',
     durationMs: provisionMs,
+    secrets: kubernetesSecrets(kc),
     logger: pino({ name: `hook-${name}`, level: 'info' }, pino.destination({ dest: logFile, sync: true })),
   });
 }

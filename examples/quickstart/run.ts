@@ -64,7 +64,7 @@ export async function runDemo(session: Session): Promise<void> {
         await installProject(admin);
         const gate: RunningGate = await startGateHere(started, gateLog);
         session.onStop('the gate', () => gate.stop());
-        const hook = await startExampleHook(DEMO.hook, opts.provisionMs, hookLog);
+        const hook = await startExampleHook(DEMO.hook, opts.provisionMs, hookLog, admin);
         session.onStop('the hook', () => hook.close());
         return { gate, hook };
       })(),
@@ -76,14 +76,13 @@ export async function runDemo(session: Session): Promise<void> {
   );
   out.say(
     `${ok} example hook examples/typescript-binding-hook at ${hook.url}: "provisions" a database in four steps ` +
-      `(${seconds(opts.provisionMs)}), then binds its Secret as env vars and a volume`,
+      `(${seconds(opts.provisionMs)}), stores the credentials in a Secret, then binds it as env vars and a volume`,
   );
 
   session.phases.start('demo');
   await step(() => `PrestartHook ${DEMO.hook} to take effect`, prepareDemo(admin, DEMO, hook.url));
   out.say(
-    `${ok} PrestartHook ${DEMO.hook}: Revisions annotated serving-binding=${DEMO.hook} are held until the hook at ${hook.url} answers ` +
-      `(Secret ${DEMO.namespace}/${DEMO.hook} written for its binding: the example hook only pretends to store one)`,
+    `${ok} PrestartHook ${DEMO.hook}: Revisions annotated serving-binding=${DEMO.hook} are held until the hook at ${hook.url} answers`,
   );
 
   let milestones: Milestones = {};

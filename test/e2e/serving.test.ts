@@ -1,25 +1,30 @@
 // End to end with Knative Serving's own controllers (test/cluster/knative-serving.ts): a
 // Knative Service whose template matches a hook gets a Revision from Knative itself; the gate
 // holds it before Knative's Deployment exists, Knative reports it as deploying (not failed) with
-// the hold policy's message, and the hook's reply releases it at once, not at Knative's next
-// retry. Real here: Knative's reconcilers, its webhook, the HPA autoscaler class, Kubernetes'
+// the hold policy's message, and the reply of the example binding hook
+// (examples/typescript-binding-hook: provisions, creates its Secret, answers) releases it at
+// once, not at Knative's next retry. Real here: Knative's reconcilers, its webhook, the HPA autoscaler class, Kubernetes'
 // controllers, the gate. Stand-in: the networking layer (startIngressStandIn), only where a test
 // reads Route/Service readiness or traffic; see docs/testing.md.
-import { ApiException, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
+import pino from 'pino';
+import { provisionDatabase } from '../../examples/typescript-binding-hook/index.ts';
+import { kubernetesSecrets } from '../../examples/typescript-binding-hook/secrets.ts';
+import { type HookRequest, type HookServer, serveHook } from '../../hooks/index.ts';
 import {
+  annotateRun,
   createHook,
   deleteHook,
   type GateEnv,
   gateEnv,
   hookSpec,
-  type ReceivedRequest,
   startHookServer,
   waitForRun,
 } from '../cluster/gate-harness.ts';
 import { type KnativeServing, startKnativeServing } from '../cluster/knative-serving.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { asyncReply, syncReply } from '../integration/gate/_replies.ts';
+import { syncReply } from '../integration/gate/_replies.ts';
 import {
   type CoreEvent,
   condition,
@@ -42,21 +47,46 @@ let ingressStandIn: { stop(): void };
 const hooks: string[] = [];
 const cleanups: (() => void | Promise<void>)[] = [];
 
-/** Requests the database hook received, and what it does when its work is done. */
-const dbRequests: ReceivedRequest[] = [];
+/** Requests the database hook received, by Revision. */
+const dbRequests = new Map<string, HookRequest>();
+/** Per Revision: starts the example hook's work (the test decides when, to hold the Revision long enough). */
+const startWork = new Map<string, () => void>();
+/** Per Revision: when the example hook finished its work and handed the reply to the SDK. */
+const repliedAt = new Map<string, number>();
 const BINDING = 'serving-binding';
+/** How long the example hook's (fake) provisioning takes once started. */
+const PROVISION_MS = 2000;
 
 test.before(async () => {
   env = await gateEnv('e2e');
-  serving = await startKnativeServing(env.cluster, { progress: (line) => process.stderr.write(`e2e: ${line}\n`) });
+  serving = await startKnativeServing(env.cluster, {
+    progress: (line) =>
+      process.stderr.write(`e2e: ${line}
+`),
+  });
   kn = new Knative(env.admin, env.namespace);
   ingressStandIn = startIngressStandIn(env.admin, env.namespace);
 
-  // The database hook: accepts at once (202) and replies later to the gate's sink, when its
-  // work is done: then it has created the Secret it binds (see provisionDatabase).
-  const db = await startHookServer(async (req) => {
-    dbRequests.push(req);
-    return { status: 202 };
+  // The database hook is examples/typescript-binding-hook: it provisions (2 s), stores the
+  // credentials in a Secret, and replies (async, to the gate's sink). The test only decides when
+  // each Revision's work starts, so it can hold a Revision until Knative's backoff has grown.
+  const example = provisionDatabase(PROVISION_MS, kubernetesSecrets(env.admin));
+  const db: HookServer = await serveHook({
+    name: `${env.instance}-db`,
+    host: '127.0.0.1',
+    port: 0,
+    sink: '',
+    logger: pino({ name: 'db-hook', level: process.env.GATE_LOG_LEVEL ?? 'warn' }),
+    handler: async (req, ctx) => {
+      dbRequests.set(req.revision.name, req);
+      await new Promise<void>((resolve, reject) => {
+        startWork.set(req.revision.name, resolve);
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+      });
+      const outcome = await example(req, ctx);
+      repliedAt.set(req.revision.name, performance.now());
+      return outcome;
+    },
   });
   cleanups.push(() => db.close());
   const name = `${env.instance}-db`;
@@ -70,6 +100,7 @@ test.before(async () => {
           annotation: { key: BINDING, value: 'demo-db' },
           namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
         },
+        params: { secretName: 'demo-db' },
         contributions: { allowed: ['env', 'volume'] },
         timeout: '5m',
         delivery: { transport: 'http', url: db.url },
@@ -88,31 +119,18 @@ test.after.always(async () => {
   await serving?.stop();
 });
 
-/** What the hook does once its database exists: the Secret with its credentials, then the reply. */
-async function provisionDatabase(req: ReceivedRequest, secret: string): Promise<void> {
-  await env.core
-    .createNamespacedSecret({
-      namespace: env.namespace,
-      body: { metadata: { name: secret }, stringData: { url: `postgres://${secret}.db.internal/app`, password: 's3cret' } },
-    })
-    .catch((err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 409)) throw err;
-    });
-  const res = await asyncReply(req, 'succeeded', {
-    message: `database ${secret} ready`,
-    contributions: [
-      { name: 'db-env', secretName: secret, as: 'env', env: { DATABASE_URL: 'url' } },
-      { name: 'db', secretName: secret, as: 'volume' },
-    ],
-  });
-  if (res.status !== 202) throw new Error(`the gate's sink answered ${res.status} to the hook's reply: ${await res.text()}`);
-}
-
-function requestFor(revision: string): Promise<ReceivedRequest> {
-  return waitFor(() => dbRequests.find((r) => r.data.revision.name === revision && r.data.action !== 'cancel'), {
+function requestFor(revision: string): Promise<HookRequest> {
+  return waitFor(() => dbRequests.get(revision), {
     timeoutMs: 30_000,
     what: `the database hook to receive the request for Revision ${revision}`,
   });
+}
+
+/** Lets the example hook do its work for `revision`; resolves when it has replied. */
+async function provision(revision: string): Promise<number> {
+  const go = await waitFor(() => startWork.get(revision), { timeoutMs: 30_000, what: `the hook to be waiting on ${revision}` });
+  go();
+  return waitFor(() => repliedAt.get(revision), { timeoutMs: 30_000, what: `the example hook to reply for ${revision}` });
 }
 
 function waitForRevision(name: string, what: string, ok: (rev: KnativeObject) => boolean, timeoutMs = 30_000): Promise<KnativeObject> {
@@ -152,7 +170,8 @@ test.serial(
     t.true(isHeld(rev), 'the gate stamped the hold label on the Revision Knative created');
     t.is(rev.metadata?.labels?.['serving.knative.dev/service'], 'demo', 'the Revision is Knative’s, of Service demo');
     const request = await requestFor('demo-00001');
-    t.is(request.headers['ce-type'], 'revision.prestart.requested');
+    t.is(request.event.type, 'revision.prestart.requested');
+    t.is(request.params.secretName, 'demo-db');
 
     // Knative tried to create the Deployment and the hold policy refused: deploying, not failed.
     const deploying = await waitForRevision(
@@ -179,13 +198,14 @@ test.serial(
       ),
     );
 
-    // Hold until Knative's backoff has grown: one gap of 20 s means the next one is about 40 s.
+    // Hold until Knative's backoff has grown past a minute: after a gap of 40 s, its next retry
+    // is about 80 s away (its per-item backoff doubles).
     await waitFor(
       () => {
         const tries = retryTimes(events.seen);
-        return tries.some((r, i) => i > 0 && r.at - (tries[i - 1]?.at ?? r.at) >= 20_000);
+        return tries.some((r, i) => i > 0 && r.at - (tries[i - 1]?.at ?? r.at) >= 40_000);
       },
-      { timeoutMs: 90_000, what: 'Knative’s retry backoff to reach 20 s (from its InternalError event count)' },
+      { timeoutMs: 150_000, what: 'Knative’s retry backoff to reach 40 s (from its InternalError event count)' },
     );
     const tries = retryTimes(events.seen);
     const gaps = tries.map((r, i) => (i === 0 ? 0 : r.at - (tries[i - 1] as { at: number }).at));
@@ -201,8 +221,15 @@ test.serial(
     t.true(isHeld(held));
     t.is(condition(held, 'Ready')?.status, 'Unknown', 'still deploying, not failed, after the hold');
 
-    const replied = performance.now();
-    await provisionDatabase(request, 'demo-db');
+    t.is(
+      await env.core.readNamespacedSecret({ namespace: env.namespace, name: 'demo-db' }).then(
+        () => 'exists',
+        () => 'absent',
+      ),
+      'absent',
+      'no Secret before the hook provisions the database',
+    );
+    const replied = await provision('demo-00001');
     const deployment = await firstSighting(
       deployments.seen,
       (d) => d.metadata?.labels?.['serving.knative.dev/revision'] === 'demo-00001',
@@ -215,7 +242,10 @@ test.serial(
     );
     t.log(`Knative's next retry was due about ${seconds(nextRetry - replied)} after the reply (last gap ${seconds(lastGap)})`);
     t.true(afterReply < 5_000, `the Deployment appears within 5 s of the reply (took ${seconds(afterReply)})`);
-    t.true(deployment.at < nextRetry - 10_000, 'the Deployment appears well before Knative’s next backoff retry');
+    t.true(nextRetry - replied > 60_000, 'Knative’s own next retry was more than a minute away');
+    t.true(deployment.at < nextRetry - 30_000, 'the Deployment appears long before Knative’s next backoff retry');
+    const secret = await env.core.readNamespacedSecret({ namespace: env.namespace, name: 'demo-db' });
+    t.is(secret.metadata?.labels?.['app.kubernetes.io/managed-by'], 'provision-db-example', 'the example hook created the Secret');
 
     // The pods carry the binding the hook contributed; Knative reports the Revision Ready.
     const pod: V1Pod = await waitFor(
@@ -229,7 +259,8 @@ test.serial(
       { timeoutMs: 60_000, what: 'a Ready pod of demo-00001 (kwok node)' },
     );
     const app = pod.spec?.containers.find((c) => c.name === 'user-container');
-    t.like(app?.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'url' });
+    t.like(app?.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'uri' });
+    t.like(app?.env?.find((e) => e.name === 'DATABASE_PASSWORD')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'password' });
     t.truthy(
       app?.volumeMounts?.find((m) => m.mountPath === '/bindings/db' && m.readOnly),
       'the binding is mounted at /bindings/db',
@@ -264,7 +295,7 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
   await kn.updateService('demo', { annotations: { [BINDING]: 'demo-db' }, env: { GREETING: 'v2' } });
   const rev = await waitForRevision('demo-00002', 'created by Knative', () => true);
   t.true(isHeld(rev));
-  const request = await requestFor('demo-00002');
+  await requestFor('demo-00002');
   await waitForRevision(
     'demo-00002',
     'ResourcesAvailable=Unknown/Deploying',
@@ -298,7 +329,7 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
   );
   t.deepEqual(deploymentsOf(deployments.seen, 'demo-00002'), [], 'no Deployment for the held Revision');
 
-  await provisionDatabase(request, 'demo-db');
+  await provision('demo-00002');
   await waitForRevision('demo-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
   const moved = await waitFor(
     async () => {
@@ -312,48 +343,94 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
   t.is(moved.status?.latestReadyRevisionName, 'demo-00002');
 });
 
-test.serial('a failing hook keeps Knative’s Revision held, and Knative’s event says why', async (t) => {
-  const name = `${env.instance}-quota`;
-  hooks.push(name);
-  const failing = await startHookServer(async (req) => syncReply(req, 'failed', { message: 'no capacity left for plan small' }));
-  cleanups.push(() => failing.close());
-  await createHook(
-    env,
-    name,
-    hookSpec(
-      {
-        match: {
-          annotation: { key: BINDING, value: 'big-db' },
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+test.serial(
+  'a failing hook keeps the new Revision held with the reason where users look; traffic stays; an admin retry after the fix releases it',
+  async (t) => {
+    const name = `${env.instance}-quota`;
+    hooks.push(name);
+    // The quota hook refuses until its "capacity" is fixed, then accepts (synchronous replies).
+    let capacity = false;
+    const quota = await startHookServer(async (req) =>
+      capacity
+        ? syncReply(req, 'succeeded', { message: 'plan small has room again' })
+        : syncReply(req, 'failed', { message: 'no capacity left for plan small' }),
+    );
+    cleanups.push(() => quota.close());
+    await createHook(
+      env,
+      name,
+      hookSpec(
+        {
+          match: {
+            annotation: { key: BINDING, value: 'big-db' },
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+          },
+          delivery: { transport: 'http', url: quota.url },
         },
-        delivery: { transport: 'http', url: failing.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, name, { [BINDING]: 'big-db' });
-  const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, {
-    fieldSelector: 'involvedObject.name=big-00001',
-  });
-  t.teardown(() => events.stop());
+        env.namespace,
+      ),
+    );
+    await waitUntilStamped(env, name, { [BINDING]: 'big-db' });
 
-  await kn.createService('big', { annotations: { [BINDING]: 'big-db' } });
-  const run = await waitForRun(env, 'big-00001', 'Failed', (r) => r.status?.phase === 'Failed');
-  t.regex(run.status?.hooks?.[0]?.message ?? '', /no capacity left/);
-  const denial = await firstSighting(
-    events.seen,
-    (e) => e.reason === 'InternalError' && /reason: .*no capacity left for plan small/.test(e.message ?? ''),
-    'Knative’s InternalError event on big-00001 to carry the hook’s failure',
-    30_000,
-  );
-  t.regex(denial.object.message ?? '', /kubectl annotate prestartrun big-00001/, 'the event says how to retry');
-  t.log(`Knative's event: ${denial.object.message}`);
-  const rev = await kn.revision('big-00001');
-  t.true(isHeld(rev), 'still held');
-  t.is(condition(rev, 'ResourcesAvailable')?.status, 'Unknown', `Knative still reports it deploying (${conditionsLine(rev)})`);
-  const deps = await env.apps.listNamespacedDeployment({
-    namespace: env.namespace,
-    labelSelector: 'serving.knative.dev/revision=big-00001',
-  });
-  t.is(deps.items.length, 0, 'no Deployment');
-});
+    // A Service serving from a first Revision no hook matches; its update asks for the quota hook.
+    await kn.createService('big');
+    await waitForRevision('big-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, {
+      fieldSelector: 'involvedObject.name=big-00002',
+    });
+    t.teardown(() => events.stop());
+    await kn.updateService('big', { annotations: { [BINDING]: 'big-db' } });
+
+    const run = await waitForRun(env, 'big-00002', 'Failed', (r) => r.status?.phase === 'Failed');
+    t.regex(run.status?.hooks?.[0]?.message ?? '', /no capacity left/);
+    const denial = await firstSighting(
+      events.seen,
+      (e) => e.reason === 'InternalError' && /reason: .*no capacity left for plan small/.test(e.message ?? ''),
+      'Knative’s InternalError event on big-00002 to carry the hook’s failure',
+      30_000,
+    );
+    t.log(`Knative's event: ${denial.object.message}`);
+    const retryHint = /kubectl annotate prestartrun big-00002 -n \S+ prestart\.dev\/retry=(\S+) --overwrite/.exec(
+      denial.object.message ?? '',
+    );
+    t.truthy(retryHint, 'the event says how to retry');
+    const rev = await kn.revision('big-00002');
+    t.true(isHeld(rev), 'still held');
+    t.is(condition(rev, 'ResourcesAvailable')?.status, 'Unknown', `Knative still reports it deploying (${conditionsLine(rev)})`);
+    const deps = await env.apps.listNamespacedDeployment({
+      namespace: env.namespace,
+      labelSelector: 'serving.knative.dev/revision=big-00002',
+    });
+    t.is(deps.items.length, 0, 'no Deployment');
+    const whileFailed = await waitFor(
+      async () => {
+        const s = await kn.service('big');
+        return s?.status?.latestCreatedRevisionName === 'big-00002' && s.status.observedGeneration === s.metadata?.generation
+          ? s
+          : undefined;
+      },
+      { what: 'Service big to observe big-00002' },
+    );
+    t.deepEqual(
+      whileFailed.status?.traffic?.map((x) => [x.revisionName, x.percent]),
+      [['big-00001', 100]],
+      'traffic stays on the old Revision',
+    );
+
+    // The admin fixes the hook's side, then runs the command the event printed.
+    capacity = true;
+    await annotateRun(env, 'big-00002', { 'prestart.dev/retry': retryHint?.[1] ?? '' });
+    const released = await waitForRun(env, 'big-00002', 'Released after the retry', (r) => r.status?.phase === 'Released');
+    t.is(released.status?.hooks?.[0]?.attempt, 2, 'the retry is a new attempt');
+    await waitForRevision('big-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    const moved = await waitFor(
+      async () => {
+        const s = await kn.service('big');
+        const traffic = s?.status?.traffic ?? [];
+        return condition(s, 'Ready')?.status === 'True' && traffic.length === 1 && traffic[0]?.revisionName === 'big-00002' ? s : undefined;
+      },
+      { timeoutMs: 60_000, what: 'Service big Ready with all traffic on big-00002 (Ingress stand-in)' },
+    );
+    t.is(moved.status?.traffic?.[0]?.percent, 100);
+  },
+);
