@@ -18,6 +18,7 @@ import {
   type HookHandler,
   type HookServer,
   isDns1123Subdomain,
+  kubeErrorLine,
   serveHook,
   succeed,
   volumeContribution,
@@ -57,9 +58,7 @@ export function provisionDatabase(durationMs: number, secrets?: SecretStore): Ho
         ctx.logger.info({ namespace, secret: secretName, result }, 'credentials stored');
       } catch (err) {
         // RBAC or a bad namespace will not heal by itself: say so, the admin retries after fixing it.
-        return fail(
-          `${database}: cannot store the credentials in Secret ${namespace}/${secretName}: ${(err as Error).message.split('\n')[0]}`,
-        );
+        return fail(`${database}: cannot store the credentials in Secret ${namespace}/${secretName}: ${kubeErrorLine(err)}`);
       }
     }
     return succeed(

@@ -12,14 +12,23 @@ export function statusOf(err: unknown): number | undefined {
   return undefined;
 }
 
-/** One readable line for logs: the apiserver's own message when there is one. */
+/** One line for logs and messages: "HTTP 403: <the apiserver's own sentence>", or the error's message. */
 export function errorLine(err: unknown): string {
   if (err instanceof ApiException) {
-    const body = typeof err.body === 'string' ? err.body : JSON.stringify(err.body);
-    const message = /"message":"((?:[^"\\]|\\.)*)"/.exec(body)?.[1];
-    return `HTTP ${err.code}: ${message ?? body.slice(0, 200)}`;
+    const body: unknown = typeof err.body === 'string' ? parseJson(err.body) : err.body;
+    const message = (body as { message?: unknown } | undefined)?.message;
+    const text = typeof message === 'string' ? message : typeof err.body === 'string' ? err.body.slice(0, 300) : `${err.message}`;
+    return `HTTP ${err.code}: ${text}`;
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export const isConflict = (err: unknown): boolean => statusOf(err) === 409;

@@ -1,28 +1,9 @@
 // Kubernetes plumbing shared by the built-in hooks: where the identity comes from, and which
 // API errors are worth another try.
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
-import { statusOf } from '../../../gate/shell/kube-client.ts';
+import { errorLine, statusOf } from '../../../gate/shell/kube-client.ts';
 
-export { statusOf };
-
-/** One line for a message: "HTTP 403: <the apiserver's own sentence>", or the error's message. */
-export function errorLine(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = typeof err.body === 'string' ? parseJson(err.body) : err.body;
-    const message = (body as { message?: unknown } | undefined)?.message;
-    const text = typeof message === 'string' ? message : typeof err.body === 'string' ? err.body.slice(0, 300) : `${err.message}`;
-    return `HTTP ${err.code}: ${text}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
+export { errorLine, statusOf };
 
 /** A kubeconfig file when given; otherwise $KUBECONFIG, ~/.kube/config, then the in-cluster service account. */
 export function loadKubeConfig(path?: string): KubeConfig {
