@@ -1,16 +1,22 @@
 // The gate's overhead on a Knative rollout, with Knative Serving's own controllers: time from a
-// Service update to its new Revision Ready, for a Service no hook matches and for one whose
-// Revisions a no-op hook (answers "succeeded" at once, no bindings) holds and releases. Also
-// the time to Knative's Deployment, where the whole hold happens: Ready adds the pods and the
-// HPA controller's 1 s sync, the same for both and a source of noise.
+// Service update to its new Revision Ready, for a Service no hook matches and for Services whose
+// Revisions a no-op hook (answers "succeeded" at once, no bindings) holds and releases: one hook
+// over direct HTTP, one through Knative Eventing's real Broker (request and reply each through
+// ingress, channel and filter). Also the time to Knative's Deployment, where the whole hold
+// happens: Ready adds the pods and the HPA controller's 1 s sync, the same for all and a source
+// of noise.
 //
 //   node --import tsx bench/serving-overhead.ts [--rounds 7]
 //
-// Starts its own control plane, Knative Serving and a gate; prints every round, then the
-// medians, their difference and ratio. Revision Ready needs no networking layer (only Route
-// readiness would), so nothing here is a stand-in.
+// Starts its own control plane, Knative Serving and Eventing and a gate; prints every round,
+// then the medians, their differences and ratios against the Service without a hook, measured in
+// the same run. Revision Ready needs no networking layer (only Route readiness would); the one
+// stand-in is the Broker's cluster DNS (test/cluster/service-proxy.ts).
+import type { PrestartHookSpec } from '../gate/core/types.ts';
 import { createHook, deleteHook, gateEnv, hookSpec, startHookServer } from '../test/cluster/gate-harness.ts';
+import { startKnativeEventing } from '../test/cluster/knative-eventing.ts';
 import { startKnativeServing } from '../test/cluster/knative-serving.ts';
+import { freePorts } from '../test/cluster/ports.ts';
 import { condition, firstSighting, Knative, type KnativeObject, waitUntilStamped, watchCollection } from '../test/e2e/_serving.ts';
 import { syncReply } from '../test/integration/gate/_replies.ts';
 
@@ -28,32 +34,51 @@ const median = (xs: number[]) => {
 };
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-const env = await gateEnv('bench');
+const env = await gateEnv('bench', { inProcess: false });
 const serving = await startKnativeServing(env.cluster);
+const eventing = await startKnativeEventing(env.cluster);
+await eventing.createBroker(env.namespace, 'default');
+const [sinkPort] = (await freePorts(1)) as [number];
+await env.startGate({
+  sink: { host: '127.0.0.1', port: sinkPort, maxBytes: 64 * 1024 },
+  triggers: { replyUri: `http://127.0.0.1:${sinkPort}/events`, namespaces: [env.namespace] },
+  broker: { proxy: eventing.proxyUrl },
+});
 const kn = new Knative(env.admin, env.namespace);
+// Synchronous "succeeded": over HTTP the gate reads it from the answer; through the Broker the
+// filter hands it back to the Broker, and the reply Trigger brings it to the gate's sink.
 const noop = await startHookServer(async (req) => syncReply(req, 'succeeded', { message: 'nothing to do' }));
-const hookName = `${env.instance}-noop`;
+const deliveries: Record<'http' | 'broker', PrestartHookSpec['delivery']> = {
+  http: { transport: 'http', url: noop.url },
+  broker: { transport: 'broker', broker: { name: 'default', namespace: env.namespace, subscriber: { uri: noop.url } } },
+};
+const hookNames = Object.keys(deliveries).map((d) => `${env.instance}-noop-${d}`);
 const revisions = await watchCollection<KnativeObject>(env.admin, `/apis/serving.knative.dev/v1/namespaces/${env.namespace}/revisions`);
 const deployments = await watchCollection<KnativeObject>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
 
 try {
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: {
-          annotation: { key: HOOK_ANNOTATION, value: 'noop' },
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+  for (const [kind, delivery] of Object.entries(deliveries)) {
+    const name = `${env.instance}-noop-${kind}`;
+    await createHook(
+      env,
+      name,
+      hookSpec(
+        {
+          match: {
+            annotation: { key: HOOK_ANNOTATION, value: kind },
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
+          },
+          delivery,
         },
-        delivery: { transport: 'http', url: noop.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hookName, { [HOOK_ANNOTATION]: 'noop' });
+        env.namespace,
+      ),
+    );
+    await waitUntilStamped(env, name, { [HOOK_ANNOTATION]: kind });
+  }
 
-  const services = { plain: {}, hooked: { [HOOK_ANNOTATION]: 'noop' } } as const;
+  const services = { plain: {}, http: { [HOOK_ANNOTATION]: 'http' }, broker: { [HOOK_ANNOTATION]: 'broker' } } as const;
+  type Kind = keyof typeof services;
+  const kinds = Object.keys(services) as Kind[];
   const readyOf = (name: string) =>
     firstSighting(
       revisions.seen,
@@ -74,11 +99,11 @@ try {
   for (const [svc, annotations] of Object.entries(services)) await kn.createService(svc, { annotations });
   for (const svc of Object.keys(services)) await readyOf(revisionName(svc, 1));
 
-  const times: Record<keyof typeof services, number[]> = { plain: [], hooked: [] };
-  const toDeployment: Record<keyof typeof services, number[]> = { plain: [], hooked: [] };
+  const times: Record<Kind, number[]> = { plain: [], http: [], broker: [] };
+  const toDeployment: Record<Kind, number[]> = { plain: [], http: [], broker: [] };
   for (let round = 1; round <= rounds; round++) {
-    // Alternate which goes first, so neither always meets a busier controller.
-    const order = (round % 2 ? ['plain', 'hooked'] : ['hooked', 'plain']) as (keyof typeof services)[];
+    // Rotate which goes first, so none always meets a busier controller.
+    const order = kinds.map((_, i) => kinds[(i + round) % kinds.length] as Kind);
     for (const svc of order) {
       const t0 = performance.now();
       await kn.updateService(svc, { annotations: services[svc], env: { ROUND: String(round) } });
@@ -88,28 +113,33 @@ try {
       toDeployment[svc].push(deployment.at - t0);
     }
     say(
-      `round ${round}: to Ready: no hook ${ms(times.plain.at(-1) ?? 0)}, no-op hook ${ms(times.hooked.at(-1) ?? 0)}` +
-        `   to Deployment: no hook ${ms(toDeployment.plain.at(-1) ?? 0)}, no-op hook ${ms(toDeployment.hooked.at(-1) ?? 0)}`,
+      `round ${round}: to Ready: ${kinds.map((k) => `${k} ${ms(times[k].at(-1) ?? 0)}`).join(', ')}` +
+        `   to Deployment: ${kinds.map((k) => `${k} ${ms(toDeployment[k].at(-1) ?? 0)}`).join(', ')}`,
     );
   }
 
-  const report = (what: string, xs: Record<keyof typeof services, number[]>) => {
-    const [plain, hooked] = [median(xs.plain), median(xs.hooked)];
+  const label: Record<Kind, string> = { plain: 'no hook:         ', http: 'no-op hook, HTTP:', broker: 'no-op hook, Broker:' };
+  const report = (what: string, xs: Record<Kind, number[]>) => {
+    const plain = median(xs.plain);
     say(`Service update -> ${what}, ${rounds} rounds:`);
-    say(`  no hook:     median ${ms(plain)}   mean ${ms(mean(xs.plain))}`);
-    say(`  no-op hook:  median ${ms(hooked)}   mean ${ms(mean(xs.hooked))}`);
-    say(`  gate overhead: ${hooked >= plain ? '+' : ''}${(hooked - plain).toFixed(0)} ms (median), ratio ${(hooked / plain).toFixed(2)}x`);
+    for (const k of kinds) {
+      const m = median(xs[k]);
+      const overhead =
+        k === 'plain' ? '' : `   overhead ${m >= plain ? '+' : ''}${(m - plain).toFixed(0)} ms, ratio ${(m / plain).toFixed(2)}x`;
+      say(`  ${label[k].padEnd(20)} median ${ms(m)}   mean ${ms(mean(xs[k]))}${overhead}`);
+    }
   };
   say('');
-  say("Knative Serving's own controllers, HPA class, pods on kwok nodes, one gate with one no-op hook (HTTP, synchronous reply).");
+  say("Knative Serving's own controllers, HPA class, pods on kwok nodes, one gate; no-op hooks answer synchronously.");
   report('new Revision Ready', times);
   report("Knative's Deployment created", toDeployment);
 } finally {
   revisions.stop();
   deployments.stop();
-  await deleteHook(env, hookName);
+  for (const name of hookNames) await deleteHook(env, name);
   await noop.close();
   await env.stop();
+  await eventing.stop();
   await serving.stop();
   await env.cluster.stop();
 }

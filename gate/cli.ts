@@ -8,6 +8,7 @@ import { registerHookCommands } from '../hooks/cli.ts';
 import { registerTriggersCommand } from '../triggers/cli.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { startGate } from './gate.ts';
+import { errorLine } from './shell/kube-client.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);
@@ -107,7 +108,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   buildCli()
     .parseAsync(process.argv)
     .catch((err: unknown) => {
-      console.error(`knative-prestart: ${err instanceof Error ? err.message : String(err)}`);
+      console.error(`knative-prestart: ${errorLine(err)}`);
       process.exit(1);
     });
 }

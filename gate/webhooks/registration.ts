@@ -2,7 +2,7 @@
 // configuration and a renewed CA all converge to the same object. Writes only when it differs:
 // every replica may call this on start and on each certificate change.
 import { AdmissionregistrationV1Api, type KubeConfig, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../shell/kube-client.ts';
+import { errorLine, isConflict, isNotFound, statusOf } from '../shell/kube-client.ts';
 import { buildWebhookConfiguration, sameWebhookConfiguration, type WebhookConfigurationOptions } from './webhook-configuration.ts';
 
 export type RegistrationResult = 'created' | 'updated' | 'unchanged';
@@ -32,7 +32,15 @@ export async function ensureWebhookConfiguration(
       return 'updated';
     } catch (err) {
       // 409: another replica created or updated it between our read and write; look again.
-      if (!isConflict(err) || attempt >= MAX_ATTEMPTS) throw err;
+      if (isConflict(err) && attempt < MAX_ATTEMPTS) continue;
+      if (statusOf(err) === 403) {
+        throw new Error(
+          `the gate may not write MutatingWebhookConfiguration ${options.name} (${errorLine(err)}); ` +
+            `RBAC limits update/patch by name: a gate instance other than "default" needs its own rule ` +
+            `(resourceNames: [${options.name}], see config/300-rbac.yaml)`,
+        );
+      }
+      throw err;
     }
   }
 }

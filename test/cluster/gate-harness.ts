@@ -14,6 +14,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
+  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import pino from 'pino';
@@ -21,6 +22,7 @@ import type { GateConfig } from '../../gate/config.ts';
 import type { PrestartHookSpec } from '../../gate/core/types.ts';
 import { type RunningGate, startGate } from '../../gate/gate.ts';
 import type { RevisionObject, RunObject } from '../../gate/shell/resources.ts';
+import { webhookConfigurationName } from '../../gate/webhooks/tls.ts';
 import { applyManifests } from './apply.ts';
 import type { Cluster } from './control-plane.ts';
 import { knativeServingCrdDir } from './knative.ts';
@@ -28,7 +30,7 @@ import { sharedCluster } from './shared.ts';
 import { waitFor } from './wait.ts';
 
 export const GATE_USER = 'system:serviceaccount:knative-prestart:knative-prestart-gate';
-const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
+export const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
 const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
 
 let installed: Promise<Cluster> | undefined;
@@ -67,6 +69,43 @@ export interface GateEnv {
   stop(): Promise<void>;
 }
 
+const instanceRbacName = (instance: string) => `knative-prestart-gate-webhook-${instance}`;
+
+/**
+ * What an admin adds for a second gate instance (config/300-rbac.yaml limits update/patch of the
+ * webhook configuration by name): the right to write the one named after this instance.
+ */
+async function grantInstanceWebhook(admin: KubeConfig, instance: string): Promise<void> {
+  const name = instanceRbacName(instance);
+  await applyManifests(
+    admin,
+    [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name },
+        rules: [
+          {
+            apiGroups: ['admissionregistration.k8s.io'],
+            resources: ['mutatingwebhookconfigurations'],
+            resourceNames: [webhookConfigurationName(instance)],
+            verbs: ['update', 'patch'],
+          },
+        ],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        subjects: [{ kind: 'ServiceAccount', name: 'knative-prestart-gate', namespace: 'knative-prestart' }],
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      },
+    ]
+      .map((o) => JSON.stringify(o))
+      .join('\n---\n'),
+  );
+}
+
 /** A namespace of its own and, unless `inProcess` is false, a gate running in this process. */
 export async function gateEnv(name: string, { inProcess = true, nats }: { inProcess?: boolean; nats?: string } = {}): Promise<GateEnv> {
   const cluster = await installedCluster();
@@ -75,6 +114,7 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
   const namespace = instance;
   const core = admin.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace, labels: { 'prestart.dev/gate': instance } } } });
+  await grantInstanceWebhook(admin, instance);
   const gateKubeconfigPath = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
   const gateKc = new KubeConfig();
   gateKc.loadFromFile(gateKubeconfigPath);
@@ -113,6 +153,9 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
     async stop() {
       await env.gate?.stop().catch(() => undefined);
       await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.deleteClusterRoleBinding({ name: instanceRbacName(instance) }).catch(() => undefined);
+      await rbac.deleteClusterRole({ name: instanceRbacName(instance) }).catch(() => undefined);
     },
   };
   if (inProcess) await env.startGate();
