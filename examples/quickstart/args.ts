@@ -9,13 +9,18 @@ export interface QuickstartOptions {
   timeoutMs: number;
   /** How long the example hook's fake provisioning takes (four steps, progress after each). */
   provisionMs: number;
+  /** Deliver through Knative Eventing's Broker and the gate's Triggers instead of direct HTTP. */
+  broker: boolean;
 }
 
 export const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 export const DEFAULT_PROVISION_MS = 8_000;
 
-export const USAGE = `usage: npm run quickstart [-- [--exit-when-done] [--timeout <seconds>] [--provision-ms <ms>]]
+export const USAGE = `usage: npm run quickstart [-- [--broker] [--exit-when-done] [--timeout <seconds>] [--provision-ms <ms>]]
 
+  --broker              the hook bus: requests and replies go through Knative Eventing's Broker and the
+                        Triggers the gate keeps, instead of direct HTTP (also: QUICKSTART_BROKER=1;
+                        needs root or CAP_NET_ADMIN for the channel dispatcher's network namespace)
   --exit-when-done      exit 0 once the Service is Ready with the binding on its pods, non-zero with
                         one line saying why on failure or timeout (also: QUICKSTART_EXIT_WHEN_DONE=1)
   --timeout <seconds>   give up this long after the binaries are ready (default ${DEFAULT_TIMEOUT_MS / 1000})
@@ -33,6 +38,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Pars
     exitWhenDone: env.QUICKSTART_EXIT_WHEN_DONE === '1' || env.QUICKSTART_EXIT_WHEN_DONE === 'true',
     timeoutMs: DEFAULT_TIMEOUT_MS,
     provisionMs: DEFAULT_PROVISION_MS,
+    broker: env.QUICKSTART_BROKER === '1' || env.QUICKSTART_BROKER === 'true',
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -41,6 +47,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Pars
     switch (flag) {
       case '--exit-when-done':
         options.exitWhenDone = true;
+        break;
+      case '--broker':
+        options.broker = true;
         break;
       case '--timeout': {
         const n = positiveNumber(flag, value());

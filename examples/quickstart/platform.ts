@@ -14,12 +14,15 @@ import type { HookServer } from '../../hooks/index.ts';
 import { applyManifests } from '../../test/cluster/apply.ts';
 import { type Cluster, startCluster } from '../../test/cluster/control-plane.ts';
 import { GATE_USER } from '../../test/cluster/gate-harness.ts';
+import { type KnativeEventing, startKnativeEventing } from '../../test/cluster/knative-eventing.ts';
 import { type KnativeServing, startKnativeServing } from '../../test/cluster/knative-serving.ts';
 import { clustersRoot } from '../../test/cluster/leftovers.ts';
+import { freePorts } from '../../test/cluster/ports.ts';
 import { waitFor } from '../../test/cluster/wait.ts';
 import { startIngressStandIn } from '../../test/e2e/_serving.ts';
 import { start as startBindingHook } from '../typescript-binding-hook/index.ts';
 import { kubernetesSecrets } from '../typescript-binding-hook/secrets.ts';
+import { createDemoNamespace, type Demo, type DemoBroker } from './demo.ts';
 
 const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
 /**
@@ -56,6 +59,25 @@ export async function startServing(cluster: Cluster, namespace: string, progress
   return { knative, stopStandIn: () => standIn.stop() };
 }
 
+/** `--broker`: Knative Eventing's MT channel-based Broker `default` in the demo's namespace. */
+export interface Bus {
+  eventing: KnativeEventing;
+  broker: DemoBroker;
+}
+
+export async function startBus(cluster: Cluster, demo: Demo, progress: (line: string) => void): Promise<Bus> {
+  const eventing = await startKnativeEventing(cluster, { progress });
+  const broker = { name: 'default', namespace: demo.namespace };
+  try {
+    await createDemoNamespace(cluster.kubeConfig, demo);
+    await eventing.createBroker(broker.namespace, broker.name);
+  } catch (err) {
+    await eventing.stop();
+    throw err;
+  }
+  return { eventing, broker };
+}
+
 export async function installProject(kc: KubeConfig): Promise<void> {
   for (const file of projectManifests()) await applyManifests(kc, file);
 }
@@ -65,8 +87,10 @@ export async function installProject(kc: KubeConfig): Promise<void> {
  * run in this process under its own service-account identity, so RBAC and the policies apply
  * as in a real install. Its webhooks are registered by URL on 127.0.0.1.
  */
-export async function startGateHere(cluster: Cluster, logFile: string): Promise<RunningGate> {
+export async function startGateHere(cluster: Cluster, logFile: string, bus?: Bus): Promise<RunningGate> {
   const kubeconfig = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
+  // With the bus, the gate keeps the Triggers; its reply Trigger needs the sink's URL up front.
+  const [sinkPort] = bus ? ((await freePorts(1)) as [number]) : [0];
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const gate = await startGate(
@@ -76,9 +100,15 @@ export async function startGateHere(cluster: Cluster, logFile: string): Promise<
       instance: DEFAULTS.instance,
       identity: `quickstart-${process.pid}-${randomBytes(2).toString('hex')}`,
       webhook: { host: '127.0.0.1', port: 0, bindingRoot: DEFAULTS.bindingRoot },
-      sink: { host: '127.0.0.1', port: 0, maxBytes: DEFAULTS.maxReplyBytes },
+      sink: { host: '127.0.0.1', port: sinkPort, maxBytes: DEFAULTS.maxReplyBytes },
       source: DEFAULTS.source,
       workers: DEFAULTS.workers,
+      ...(bus
+        ? {
+            triggers: { replyUri: `http://127.0.0.1:${sinkPort}/events`, namespaces: [bus.broker.namespace] },
+            broker: { proxy: bus.eventing.proxyUrl },
+          }
+        : {}),
     },
     pino({ name: 'gate', level: 'info' }, pino.destination({ dest: logFile, sync: true })),
   );
@@ -95,13 +125,15 @@ export async function startGateHere(cluster: Cluster, logFile: string): Promise<
  * examples/typescript-binding-hook, serving the PrestartHook `name` on a free port of 127.0.0.1,
  * storing the credentials Secret with the admin's kubeconfig (in a cluster: its service account).
  */
-export function startExampleHook(name: string, provisionMs: number, logFile: string, kc: KubeConfig): Promise<HookServer> {
+export function startExampleHook(name: string, provisionMs: number, logFile: string, kc: KubeConfig, bus?: Bus): Promise<HookServer> {
   return startBindingHook({
     name,
     port: 0,
     host: '127.0.0.1',
     durationMs: provisionMs,
     secrets: kubernetesSecrets(kc),
+    // K_SINK, as a SinkBinding would set it: replies go to the Broker; without the bus, to the gate.
+    sink: bus ? bus.eventing.ingressUrl(bus.broker.namespace, bus.broker.name) : '',
     logger: pino({ name: `hook-${name}`, level: 'info' }, pino.destination({ dest: logFile, sync: true })),
   });
 }

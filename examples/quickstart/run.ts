@@ -8,7 +8,16 @@ import { GATE_USER } from '../../test/cluster/gate-harness.ts';
 import { createDemoService, DEMO, prepareDemo } from './demo.ts';
 import { createLiveView } from './live.ts';
 import { demoDone, type Milestones, nextMilestones, timeline, waitingFor } from './milestones.ts';
-import { installProject, type Serving, startExampleHook, startGateHere, startQuickstartCluster, startServing } from './platform.ts';
+import {
+  type Bus,
+  installProject,
+  type Serving,
+  startBus,
+  startExampleHook,
+  startGateHere,
+  startQuickstartCluster,
+  startServing,
+} from './platform.ts';
 import { keepAlive, QuickstartFailure, type Session } from './session.ts';
 import { lookAround, type Phase, seconds } from './summary.ts';
 import { viewLines } from './view.ts';
@@ -55,6 +64,23 @@ export async function runDemo(session: Session): Promise<void> {
       `namespace ${DEMO.namespace} Ready, as one would report, so the Route and Service can become Ready; no traffic flows.`,
   );
 
+  let bus: Bus | undefined;
+  if (opts.broker) {
+    const t0 = performance.now();
+    bus = await step(() => 'Knative Eventing and the Broker to start', startBus(started, DEMO, progress('eventing')));
+    const running = bus;
+    session.onStop('Knative Eventing', () => running.eventing.stop());
+    out.say(
+      `${ok} Knative Eventing ${versions.KNATIVE_EVENTING_VERSION} ready in ${seconds(performance.now() - t0)}: its own Broker, Trigger, ` +
+        `Subscription and InMemoryChannel reconcilers, the broker ingress and filter, and the channel dispatcher; ` +
+        `Broker ${bus.broker.namespace}/${bus.broker.name} Ready (logs in ${bus.eventing.logsDir})`,
+    );
+    out.say(
+      `  ${c.yellow('stand-in')}: no cluster DNS here. Knative's data plane and the gate reach *.svc.cluster.local names through a local ` +
+        `proxy (${bus.eventing.proxyUrl}) that maps them to 127.0.0.1 ports; the channel dispatcher runs in a network namespace of its own.`,
+    );
+  }
+
   const gateLog = join(started.dir, 'gate.log');
   const hookLog = join(started.dir, 'hook.log');
   const { gate, hook } = await session.phase('gate', () =>
@@ -62,9 +88,9 @@ export async function runDemo(session: Session): Promise<void> {
       () => 'the gate and the hook to start',
       (async () => {
         await installProject(admin);
-        const gate: RunningGate = await startGateHere(started, gateLog);
+        const gate: RunningGate = await startGateHere(started, gateLog, bus);
         session.onStop('the gate', () => gate.stop());
-        const hook = await startExampleHook(DEMO.hook, opts.provisionMs, hookLog, admin);
+        const hook = await startExampleHook(DEMO.hook, opts.provisionMs, hookLog, admin, bus);
         session.onStop('the hook', () => hook.close());
         return { gate, hook };
       })(),
@@ -80,9 +106,13 @@ export async function runDemo(session: Session): Promise<void> {
   );
 
   session.phases.start('demo');
-  await step(() => `PrestartHook ${DEMO.hook} to take effect`, prepareDemo(admin, DEMO, hook.url));
+  await step(() => `PrestartHook ${DEMO.hook} to take effect`, prepareDemo(admin, DEMO, hook.url, bus?.broker));
   out.say(
-    `${ok} PrestartHook ${DEMO.hook}: Revisions annotated serving-binding=${DEMO.hook} are held until the hook at ${hook.url} answers`,
+    `${ok} PrestartHook ${DEMO.hook}: Revisions annotated serving-binding=${DEMO.hook} are held until the hook at ${hook.url} answers` +
+      (bus
+        ? `; requests go through Broker ${bus.broker.namespace}/${bus.broker.name}, the Trigger the gate created delivers them to the ` +
+          `hook, and the hook's replies go to the Broker (K_SINK), whose reply Trigger brings them to the gate`
+        : ' (direct HTTP; `--broker` for the hook bus on Knative Eventing)'),
   );
 
   let milestones: Milestones = {};
@@ -131,13 +161,13 @@ export async function runDemo(session: Session): Promise<void> {
     out.say('stopping everything (--exit-when-done)');
     return session.finish(0);
   }
-  out.block(showLookAround(started, serving).join('\n'));
+  out.block(showLookAround(started, serving, bus).join('\n'));
   out.say(`Changes in namespace ${DEMO.namespace} from now on are logged below. Ctrl-C stops everything.`);
   keepAlive();
 }
 
 /** How to look around in a running quickstart cluster; `serving` is undefined when Knative did not start. */
-export function showLookAround(cl: Cluster, serving?: Serving): string[] {
+export function showLookAround(cl: Cluster, serving?: Serving, bus?: Bus): string[] {
   return lookAround({
     kubeconfig: cl.kubeconfigPath,
     kubectl: controlPlaneBinaries().kubectl,
@@ -150,7 +180,9 @@ export function showLookAround(cl: Cluster, serving?: Serving): string[] {
       join(cl.dir, 'gate.log'),
       join(cl.dir, 'hook.log'),
       ...(serving ? [join(serving.knative.logsDir, '*.log')] : []),
+      ...(bus ? [join(bus.eventing.logsDir, '*.log')] : []),
       join(cl.dir, '*.log'),
     ],
+    broker: bus !== undefined,
   });
 }

@@ -49,6 +49,8 @@ export interface LookAround {
   revision: string;
   hook: string;
   logs: string[];
+  /** `--broker`: the Broker's namespace has the gate's Triggers to show. */
+  broker?: boolean;
 }
 
 /** Shell-quotes a path only when it needs it, so the common case stays easy to read. */
@@ -64,6 +66,7 @@ export function lookAround(l: LookAround): string[] {
     `  export PATH=${sh(dirname(l.kubectl))}:"$PATH"    # the cached kubectl: ${l.kubectl}`,
     '  kubectl get prestarthooks',
     `  kubectl get prestartrun ${ns}`,
+    ...(l.broker ? [`  kubectl get brokers,triggers ${ns}        # the hook bus: the gate's request and reply Triggers`] : []),
     `  kubectl describe revision ${l.revision} ${ns}        # events: Knative's retries carry the hold message`,
     `  kubectl get ksvc ${ns}`,
     `  kubectl get pods ${ns} -o jsonpath='{.items[0].spec.containers[0].env}'    # the binding`,

@@ -2,7 +2,7 @@
 // terminal): the README's main command must really work. It starts a control plane and Knative
 // of its own (in its own directory, on free ports), so it never touches the suite's cluster;
 // the variables that would point it at that cluster, or pin its ports, are left out.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -87,6 +87,12 @@ function startQuickstart(t: ExecutionContext, args: string[]): Run {
   };
 }
 
+function execFileSyncLines(cmd: string, args: string[]): string[] {
+  return execFileSync(cmd, args, { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l !== '');
+}
+
 function tail(out: string, err: string): string {
   return `--- last stdout lines:\n${out.split('\n').slice(-25).join('\n')}\n--- stderr:\n${err.split('\n').slice(-15).join('\n')}`;
 }
@@ -161,6 +167,37 @@ test.serial(
     t.deepEqual(processesMentioning(dir), [], 'no process of its cluster is left');
     t.log(lines.find((l) => l.includes('demo complete')));
     t.log(lines.find((l) => l.includes('phase times')));
+  },
+);
+
+test.serial(
+  'npm run quickstart -- --broker --exit-when-done: the same demo through Knative Eventing’s Broker and the gate’s Triggers; nothing left behind',
+  async (t) => {
+    t.timeout(8 * 60_000, 'the quickstart gives up by itself 5 min after the binaries are ready');
+    const namespacesBefore = new Set(execFileSyncLines('ip', ['netns', 'list']));
+    const run = startQuickstart(t, ['--broker', '--exit-when-done']);
+    const { code, seconds } = await run.exited;
+    const stdout = run.stdout();
+    t.log(`exit ${code} after ${seconds.toFixed(1)} s`);
+    t.is(code, 0, tail(stdout, run.stderr()));
+    t.regex(stdout, /Knative Eventing v\S+ ready in \S+: .*Broker demo\/default Ready/);
+    t.regex(stdout, /stand-in.*no cluster DNS here/, 'the cluster DNS stand-in is named as one');
+    t.regex(stdout, /requests go through Broker demo\/default, the Trigger the gate created delivers them to the hook/);
+    t.regex(stdout, /PrestartRun demo-00001: hook demo-db: Requested \d+%: demo: /, 'progress came back through the Broker');
+    t.regex(stdout, /Pod demo-00001-deployment-\S+: Running, Ready; binding: env DATABASE_PASSWORD, DATABASE_URL from Secret demo-db/);
+    const done = /demo complete: held \+\S+, released \+(\S+)s \(held for (\S+)s\)/.exec(stdout);
+    t.truthy(done, 'the demo completed');
+    // The hook's four steps take 8 s: held much longer would mean a lost request waited for a resend.
+    t.true(Number(done?.[2]) < 20, `held for ${done?.[2]} s: the first request reached the hook`);
+    const dir = clusterDir(stdout);
+    t.false(existsSync(dir), `its cluster directory ${dir} is removed`);
+    t.deepEqual(processesMentioning(dir), [], 'no process of its cluster is left');
+    t.deepEqual(
+      execFileSyncLines('ip', ['netns', 'list']).filter((l) => !namespacesBefore.has(l)),
+      [],
+      'no network namespace is left',
+    );
+    t.log(stdout.split('\n').find((l) => l.includes('demo complete')));
   },
 );
 
