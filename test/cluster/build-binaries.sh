@@ -109,25 +109,28 @@ build_kwok() {
   mv "$out/stages.yaml.tmp" "$out/stages.yaml"
 }
 build_nats() { build_go_main nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" github.com/nats-io/nats-server/v2 nats-server; }
+# Builds <name> from a main.go of ours inside the module directory <dir> (whose go.mod pins the
+# upstream module), into <out>/<name>; rebuilt whenever that main.go changes.
+build_own_main() {
+  local dir="$1" out="$2" name="$3" main="$4"
+  if { [ -x "$out/$name" ] && cmp -s "$main" "$out/$name.main.go"; }; then return 0; fi
+  (
+    cd "$dir"
+    mkdir -p "cmd/$name"
+    cp "$main" "cmd/$name/main.go"
+    go mod tidy -e >/dev/null 2>&1 || true
+    go build -trimpath -ldflags "-s -w" -o "$out/$name.tmp" "./cmd/$name"
+    mv "$out/$name.tmp" "$out/$name"
+    cp "$main" "$out/$name.main.go"
+  )
+}
 build_knative_serving() {
   local version="$KNATIVE_SERVING_VERSION"
   local out="$cache/bin/knative-serving-$version"
   local dir="$work/knative-serving-$version"
   build_go_main knative-serving knative.dev/serving "$version" knative.dev/serving/cmd/webhook webhook
-  # Knative's reconcilers under a main of ours (why: test/cluster/knative-serving/main.go),
-  # rebuilt whenever that file changes.
-  local main="$here/knative-serving/main.go"
-  if ! { [ -x "$out/serving-controllers" ] && cmp -s "$main" "$out/serving-controllers.main.go"; }; then
-    (
-      cd "$dir"
-      mkdir -p cmd/serving-controllers
-      cp "$main" cmd/serving-controllers/main.go
-      go mod tidy -e >/dev/null 2>&1 || true
-      go build -trimpath -ldflags "-s -w" -o "$out/serving-controllers.tmp" ./cmd/serving-controllers
-      mv "$out/serving-controllers.tmp" "$out/serving-controllers"
-      cp "$main" "$out/serving-controllers.main.go"
-    )
-  fi
+  # Knative's reconcilers under a main of ours (why: test/cluster/knative-serving/main.go).
+  build_own_main "$dir" "$out" serving-controllers "$here/knative-serving/main.go"
   # Manifests from the very module versions the binaries were built from: Serving's config/core,
   # and the CRDs and config-network its module zip lacks (symlinks in the Serving repository,
   # which module zips drop) from knative.dev/networking and knative.dev/caching.
@@ -153,9 +156,8 @@ build_knative_eventing() {
   local out="$cache/bin/knative-eventing-$version"
   local dir="$work/knative-eventing-$version"
   # The data plane's upstream mains as they are; the reconcilers under a main of ours (why:
-  # test/cluster/knative-eventing/main.go), rebuilt whenever that file changes.
+  # test/cluster/knative-eventing/main.go).
   local cmds="broker/ingress broker/filter in_memory/channel_dispatcher"
-  local main="$here/knative-eventing/main.go"
   local c bin missing=""
   for c in $cmds; do bin="${c//\//-}"; [ -x "$out/$bin" ] || missing="$missing $c"; done
   mkdir -p "$dir" "$out"
@@ -176,15 +178,8 @@ build_knative_eventing() {
       go build -tags tools -trimpath -ldflags "-s -w" -o "$out/$bin.tmp" "knative.dev/eventing/cmd/$c"
       mv "$out/$bin.tmp" "$out/$bin"
     done
-    if ! { [ -x "$out/eventing-controllers" ] && cmp -s "$main" "$out/eventing-controllers.main.go"; }; then
-      mkdir -p cmd/eventing-controllers
-      cp "$main" cmd/eventing-controllers/main.go
-      go mod tidy -e >/dev/null 2>&1 || true
-      go build -trimpath -ldflags "-s -w" -o "$out/eventing-controllers.tmp" ./cmd/eventing-controllers
-      mv "$out/eventing-controllers.tmp" "$out/eventing-controllers"
-      cp "$main" "$out/eventing-controllers.main.go"
-    fi
   )
+  build_own_main "$dir" "$out" eventing-controllers "$here/knative-eventing/main.go"
   [ -s "$out/config/channels/in-memory-channel/resources/in-memory-channel.yaml" ] && return 0
   local eventing
   eventing="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/eventing)"

@@ -1,7 +1,16 @@
 // Helpers of the end-to-end suite: Knative objects as a user writes and reads them, what the
 // suite observes over time (events, Deployments), and the one stand-in it needs (Ingresses).
-import { ApiException, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import { WaitTimeoutError } from '../cluster/wait.ts';
+import {
+  ApiException,
+  type CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+  Watch,
+} from '@kubernetes/client-node';
+import { WaitTimeoutError, waitFor } from '../cluster/wait.ts';
 
 export interface Condition {
   type: string;
@@ -132,6 +141,37 @@ function serviceTemplate(t: { annotations?: Record<string, string>; env?: Record
 }
 
 export { waitUntilStamped } from '../cluster/gate-harness.ts';
+
+/** Waits until Revision `name` satisfies `ok`; the timeout names its conditions and where Knative logs. */
+export function waitForRevision(
+  kn: Knative,
+  name: string,
+  what: string,
+  ok: (rev: KnativeObject) => boolean,
+  { timeoutMs = 30_000, logs }: { timeoutMs?: number; logs?: string } = {},
+): Promise<KnativeObject> {
+  let last: KnativeObject | undefined;
+  return waitFor(
+    async () => {
+      last = await kn.revision(name);
+      return last && ok(last) ? last : undefined;
+    },
+    { timeoutMs, what: `Revision ${name} ${what}` },
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; its conditions: ${conditionsLine(last)}${logs ? `; Knative's log: ${logs}` : ''}`);
+  });
+}
+
+/** A pod of the Revision that kwok reports Ready. */
+export function readyPodOf(core: CoreV1Api, namespace: string, revision: string): Promise<V1Pod> {
+  return waitFor(
+    async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: `serving.knative.dev/revision=${revision}` });
+      return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    },
+    { timeoutMs: 60_000, what: `a Ready pod of ${revision} (kwok node)` },
+  );
+}
 
 export interface Sighting<T> {
   object: T;

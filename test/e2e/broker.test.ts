@@ -5,7 +5,7 @@
 // sink. Real here: Knative Serving's and Eventing's controllers, the MT broker ingress and filter,
 // the InMemoryChannel dispatcher, Kubernetes' controllers, the gate. Stand-ins: cluster DNS (the
 // service proxy, test/cluster/service-proxy.ts) and, as in serving.test.ts, no networking layer.
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
 import { CancelledError, envContribution, type HookServer, serveHook, succeed, volumeContribution } from '../../hooks/index.ts';
@@ -17,11 +17,12 @@ import { freePorts } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/wait.ts';
 import {
   condition,
-  conditionsLine,
   firstSighting,
   isHeld,
   Knative,
   type KnativeObject,
+  readyPodOf,
+  waitForRevision,
   waitUntilStamped,
   watchCollection,
 } from './_serving.ts';
@@ -121,18 +122,8 @@ interface TriggerObject {
   status?: { conditions?: { type: string; status: string; message?: string }[] };
 }
 
-function waitForRevision(name: string, what: string, ok: (rev: KnativeObject) => boolean, timeoutMs = 30_000): Promise<KnativeObject> {
-  let last: KnativeObject | undefined;
-  return waitFor(
-    async () => {
-      last = await kn.revision(name);
-      return last && ok(last) ? last : undefined;
-    },
-    { timeoutMs, what: `Revision ${name} ${what}` },
-  ).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}; its conditions: ${conditionsLine(last)}`);
-  });
-}
+const revision = (name: string, what: string, ok: (rev: KnativeObject) => boolean, timeoutMs = 30_000) =>
+  waitForRevision(kn, name, what, ok, { timeoutMs });
 
 function finishWork(revision: string): Promise<void> {
   return waitFor(() => finish.get(revision), { timeoutMs: 30_000, what: `the hook to be working on ${revision}` }).then((go) => go());
@@ -159,7 +150,7 @@ test.serial(
     const deployments = await watchCollection<V1Deployment>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
     t.teardown(() => deployments.stop());
     await kn.createService('bus', { annotations: { [BINDING]: 'bus-db' } });
-    const rev = await waitForRevision('bus-00001', 'created by Knative', () => true);
+    const rev = await revision('bus-00001', 'created by Knative', () => true);
     t.true(isHeld(rev), 'the gate stamped the hold label on the Revision Knative created');
 
     // The progress report travelled hook → Broker → reply Trigger → gate.
@@ -168,11 +159,7 @@ test.serial(
     );
     t.is(running.status?.phase, 'Running');
     t.regex(running.status?.hooks[0]?.message ?? '', /bus-00001: creating the database/);
-    await waitForRevision(
-      'bus-00001',
-      'ResourcesAvailable=Unknown/Deploying',
-      (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
-    );
+    await revision('bus-00001', 'ResourcesAvailable=Unknown/Deploying', (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying');
     t.deepEqual(
       deployments.seen.filter((s) => s.object.metadata?.labels?.['serving.knative.dev/revision'] === 'bus-00001'),
       [],
@@ -192,20 +179,11 @@ test.serial(
     t.regex(run.status?.hooks[0]?.message ?? '', /database for bus-00001 ready/);
     t.is(seen.get('bus-00001')?.requests, 1, 'the hook ran once');
 
-    const pod: V1Pod = await waitFor(
-      async () => {
-        const pods = await env.core.listNamespacedPod({
-          namespace: env.namespace,
-          labelSelector: 'serving.knative.dev/revision=bus-00001',
-        });
-        return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      },
-      { timeoutMs: 60_000, what: 'a Ready pod of bus-00001' },
-    );
+    const pod = await readyPodOf(env.core, env.namespace, 'bus-00001');
     const app = pod.spec?.containers.find((c) => c.name === 'user-container');
     t.like(app?.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'bus-db', key: 'url' });
     t.truthy(app?.volumeMounts?.find((m) => m.mountPath === '/bindings/db'));
-    const ready = await waitForRevision('bus-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    const ready = await revision('bus-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
     t.false(isHeld(ready));
   },
 );
@@ -226,7 +204,7 @@ test.serial('a Revision superseded while held is cancelled, and the hook is told
   t.true(isHeld(await kn.revision('bus-00002')), 'the cancelled Revision stays held: it never gets a Deployment');
 
   await finishWork('bus-00003');
-  await waitForRevision('bus-00003', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+  await revision('bus-00003', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
   const svc = await waitFor(
     async () => {
       const s = await kn.service('bus');

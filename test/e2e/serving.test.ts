@@ -6,7 +6,7 @@
 // once, not at Knative's next retry. Real here: Knative's reconcilers, its webhook, the HPA autoscaler class, Kubernetes'
 // controllers, the gate. Stand-in: the networking layer (startIngressStandIn), only where a test
 // reads Route/Service readiness or traffic; see docs/testing.md.
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
 import { provisionDatabase } from '../../examples/typescript-binding-hook/index.ts';
@@ -33,9 +33,11 @@ import {
   isHeld,
   Knative,
   type KnativeObject,
+  readyPodOf,
   retryTimes,
   type Sighting,
   startIngressStandIn,
+  waitForRevision,
   waitUntilStamped,
   watchCollection,
 } from './_serving.ts';
@@ -133,22 +135,13 @@ async function provision(revision: string): Promise<number> {
   return waitFor(() => repliedAt.get(revision), { timeoutMs: 30_000, what: `the example hook to reply for ${revision}` });
 }
 
-function waitForRevision(name: string, what: string, ok: (rev: KnativeObject) => boolean, timeoutMs = 30_000): Promise<KnativeObject> {
-  let last: KnativeObject | undefined;
-  return waitFor(
-    async () => {
-      last = await kn.revision(name);
-      return last && ok(last) ? last : undefined;
-    },
-    { timeoutMs, what: `Revision ${name} ${what}` },
-  ).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}; its conditions: ${conditionsLine(last)}; Knative's log: ${serving.controllerLog}`);
-  });
-}
-
 function deploymentsOf(sightings: Sighting<V1Deployment>[], revision: string): Sighting<V1Deployment>[] {
   return sightings.filter((s) => s.object.metadata?.labels?.['serving.knative.dev/revision'] === revision);
 }
+
+/** Knative's Revision, waited for with its log named on a timeout. */
+const revision = (name: string, what: string, ok: (rev: KnativeObject) => boolean, timeoutMs = 30_000) =>
+  waitForRevision(kn, name, what, ok, { timeoutMs, logs: serving.controllerLog });
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
@@ -166,7 +159,7 @@ test.serial(
 
     const created = performance.now();
     await kn.createService('demo', { annotations: { [BINDING]: 'demo-db' } });
-    const rev = await waitForRevision('demo-00001', 'created by Knative', () => true);
+    const rev = await revision('demo-00001', 'created by Knative', () => true);
     t.true(isHeld(rev), 'the gate stamped the hold label on the Revision Knative created');
     t.is(rev.metadata?.labels?.['serving.knative.dev/service'], 'demo', 'the Revision is Knative’s, of Service demo');
     const request = await requestFor('demo-00001');
@@ -174,7 +167,7 @@ test.serial(
     t.is(request.params.secretName, 'demo-db');
 
     // Knative tried to create the Deployment and the hold policy refused: deploying, not failed.
-    const deploying = await waitForRevision(
+    const deploying = await revision(
       'demo-00001',
       'ResourcesAvailable=Unknown/Deploying',
       (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
@@ -248,16 +241,7 @@ test.serial(
     t.is(secret.metadata?.labels?.['app.kubernetes.io/managed-by'], 'provision-db-example', 'the example hook created the Secret');
 
     // The pods carry the binding the hook contributed; Knative reports the Revision Ready.
-    const pod: V1Pod = await waitFor(
-      async () => {
-        const pods = await env.core.listNamespacedPod({
-          namespace: env.namespace,
-          labelSelector: 'serving.knative.dev/revision=demo-00001',
-        });
-        return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      },
-      { timeoutMs: 60_000, what: 'a Ready pod of demo-00001 (kwok node)' },
-    );
+    const pod = await readyPodOf(env.core, env.namespace, 'demo-00001');
     const app = pod.spec?.containers.find((c) => c.name === 'user-container');
     t.like(app?.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'uri' });
     t.like(app?.env?.find((e) => e.name === 'DATABASE_PASSWORD')?.valueFrom?.secretKeyRef, { name: 'demo-db', key: 'password' });
@@ -270,7 +254,7 @@ test.serial(
       pod.spec?.containers.find((c) => c.name === 'queue-proxy')?.env?.some((e) => e.name === 'DATABASE_URL'),
       'queue-proxy gets no binding',
     );
-    const ready = await waitForRevision('demo-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    const ready = await revision('demo-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
     t.false(isHeld(ready));
     t.log(`Revision demo-00001 Ready ${seconds(performance.now() - replied)} after the reply`);
 
@@ -293,14 +277,10 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
   const deployments = await watchCollection<V1Deployment>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
   t.teardown(() => deployments.stop());
   await kn.updateService('demo', { annotations: { [BINDING]: 'demo-db' }, env: { GREETING: 'v2' } });
-  const rev = await waitForRevision('demo-00002', 'created by Knative', () => true);
+  const rev = await revision('demo-00002', 'created by Knative', () => true);
   t.true(isHeld(rev));
   await requestFor('demo-00002');
-  await waitForRevision(
-    'demo-00002',
-    'ResourcesAvailable=Unknown/Deploying',
-    (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
-  );
+  await revision('demo-00002', 'ResourcesAvailable=Unknown/Deploying', (r) => condition(r, 'ResourcesAvailable')?.reason === 'Deploying');
 
   const whileHeld = await waitFor(
     async () => {
@@ -330,7 +310,7 @@ test.serial('a Service update: traffic stays on the old Revision while the new o
   t.deepEqual(deploymentsOf(deployments.seen, 'demo-00002'), [], 'no Deployment for the held Revision');
 
   await provision('demo-00002');
-  await waitForRevision('demo-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+  await revision('demo-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
   const moved = await waitFor(
     async () => {
       const s = await kn.service('demo');
@@ -374,7 +354,7 @@ test.serial(
 
     // A Service serving from a first Revision no hook matches; its update asks for the quota hook.
     await kn.createService('big');
-    await waitForRevision('big-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    await revision('big-00001', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
     const events = await watchCollection<CoreEvent>(env.admin, `/api/v1/namespaces/${env.namespace}/events`, {
       fieldSelector: 'involvedObject.name=big-00002',
     });
@@ -422,7 +402,7 @@ test.serial(
     await annotateRun(env, 'big-00002', { 'prestart.dev/retry': retryHint?.[1] ?? '' });
     const released = await waitForRun(env, 'big-00002', 'Released after the retry', (r) => r.status?.phase === 'Released');
     t.is(released.status?.hooks?.[0]?.attempt, 2, 'the retry is a new attempt');
-    await waitForRevision('big-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    await revision('big-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
     const moved = await waitFor(
       async () => {
         const s = await kn.service('big');
