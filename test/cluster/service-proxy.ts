@@ -14,22 +14,41 @@ export interface Upstream {
   port: number;
 }
 
+export interface ForwardedRequest {
+  /** The request target as the client sent it (absolute-form). */
+  target: string;
+  headers: http.IncomingHttpHeaders;
+}
+
 export interface ServiceProxy {
-  /** One URL per listening address, e.g. http://127.0.0.1:41234. */
+  /** One URL per listening address, e.g. http://127.0.0.1:41234; `url` is the first. */
   urls: string[];
+  url: string;
+  /** Every request the proxy routed, in order. */
+  forwarded: ForwardedRequest[];
+  /** Client connections open right now. */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
 export interface ServiceProxyOptions {
-  /** Addresses to listen on (one port for all): loopback, and a network namespace's host end. */
-  hosts: string[];
+  /** Addresses to listen on (one port for all): loopback, and a network namespace's host end. Default 127.0.0.1. */
+  hosts?: string[];
   route: (hostname: string) => Upstream | undefined;
   /** One line per request: method, URL, where it went. */
-  logFile: string;
+  logFile?: string;
 }
 
+/** Headers about the hop to the proxy, not for the upstream. */
+const HOP_BY_HOP = new Set(['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive']);
+
 export async function startServiceProxy(opts: ServiceProxyOptions): Promise<ServiceProxy> {
-  const log = (line: string) => appendFileSync(opts.logFile, `${new Date().toISOString()} ${line}\n`);
+  const logFile = opts.logFile;
+  const log = (line: string) => {
+    if (logFile) appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`);
+  };
+  const hosts = opts.hosts ?? ['127.0.0.1'];
+  const forwarded: ForwardedRequest[] = [];
   const agent = new http.Agent({ keepAlive: true });
   const handler: http.RequestListener = (req, res) => {
     let target: URL;
@@ -45,8 +64,8 @@ export async function startServiceProxy(opts: ServiceProxyOptions): Promise<Serv
       res.writeHead(502, { 'content-type': 'text/plain' }).end(`service proxy: no route for ${target.hostname}`);
       return;
     }
-    const headers = { ...req.headers };
-    delete headers['proxy-connection'];
+    forwarded.push({ target: target.href, headers: req.headers });
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
     const forward = http.request(
       { host: upstream.host, port: upstream.port, method: req.method, path: `${target.pathname}${target.search}`, headers, agent },
       (answer) => {
@@ -56,8 +75,8 @@ export async function startServiceProxy(opts: ServiceProxyOptions): Promise<Serv
     );
     forward.on('error', (err) => {
       log(`  ${target.hostname}: ${err.message}`);
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-      res.end(`service proxy: ${target.hostname}: ${err.message}`);
+      if (res.headersSent) res.destroy();
+      else res.writeHead(502, { 'content-type': 'text/plain' }).end(`service proxy: cannot reach ${target.hostname}: ${err.message}`);
     });
     // A client that goes away (the gate's Broker transport closing, a timeout) cancels the forward.
     res.on('close', () => {
@@ -67,7 +86,7 @@ export async function startServiceProxy(opts: ServiceProxyOptions): Promise<Serv
   };
   const servers: http.Server[] = [];
   let port = 0;
-  for (const host of opts.hosts) {
+  for (const host of hosts) {
     const server = http.createServer({ keepAliveTimeout: 60_000 }, handler);
     server.on('connect', (req, socket) => {
       log(`CONNECT ${req.url} -> refused`);
@@ -80,8 +99,17 @@ export async function startServiceProxy(opts: ServiceProxyOptions): Promise<Serv
     port = (server.address() as { port: number }).port;
     servers.push(server);
   }
+  const urls = hosts.map((h) => `http://${h}:${port}`);
   return {
-    urls: opts.hosts.map((h) => `http://${h}:${port}`),
+    urls,
+    url: urls[0] as string,
+    forwarded,
+    connections: async () => {
+      const counts = await Promise.all(
+        servers.map((s) => new Promise<number>((done, fail) => s.getConnections((err, n) => (err ? fail(err) : done(n))))),
+      );
+      return counts.reduce((a, b) => a + b, 0);
+    },
     async close() {
       agent.destroy();
       await Promise.all(

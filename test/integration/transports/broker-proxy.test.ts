@@ -2,61 +2,42 @@
 // cluster-local Broker address (broker-ingress.knative-eventing.svc.cluster.local, which does not
 // resolve here) from outside the cluster network or behind an egress proxy.
 import test from 'ava';
-import express from 'express';
 import pino from 'pino';
 import { type BackgroundResult, type BrokerTransportOptions, createBrokerTransport } from '../../../emitter/broker.ts';
 import { TransportError } from '../../../emitter/transport.ts';
 import type { HookDelivery } from '../../../gate/core/types.ts';
 import { freePorts } from '../../cluster/ports.ts';
+import { type ServiceProxy, startServiceProxy, type Upstream } from '../../cluster/service-proxy.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { requestEvent } from './_events.ts';
-import { type ForwardProxy, startForwardProxy } from './_proxy.ts';
-import { deferred, type Listening, listen } from './_server.ts';
+import { type FakeIngress, startFakeIngress } from './_ingress.ts';
+import { deferred } from './_server.ts';
 
 const INGRESS_HOST = 'broker-ingress.knative-eventing.svc.cluster.local';
 
-interface Hit {
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-const hits: Hit[] = [];
-const scripted = new Map<string, number[]>();
-const held = new Map<string, () => void>();
-let ingress: Listening;
+let ingress: FakeIngress;
 /** Forwards every name to the fake ingress: cluster DNS, as far as the gate can tell. */
-let proxy: ForwardProxy;
+let proxy: ServiceProxy;
 /** Forwards to a port nothing listens on: the proxy's answer is its own 502. */
-let deadEndProxy: ForwardProxy;
+let deadEndProxy: ServiceProxy;
 const silent = pino({ level: 'silent' });
 
+/** The suite's cluster-DNS stand-in (test/cluster/service-proxy.ts), routing every name to `upstream`. */
+const proxyTo = (upstream: Upstream) => startServiceProxy({ route: () => upstream });
+
 test.before(async () => {
-  const app = express();
-  app.use(express.raw({ type: () => true }));
-  app.post('/:ns/:name', (req, res) => {
-    hits.push({ path: req.path, headers: req.headers, body: Buffer.isBuffer(req.body) ? req.body.toString() : '' });
-    if (req.params.name.startsWith('busy')) {
-      held.set(String(req.headers['ce-id']), () => res.status(202).end());
-      return;
-    }
-    const status = scripted.get(req.path)?.shift() ?? 202;
-    if (status >= 400) res.status(status).type('text/plain').send(`status ${status} from ${req.path}`);
-    else res.status(status).end();
-  });
-  ingress = await listen(app);
-  proxy = await startForwardProxy({ host: '127.0.0.1', port: Number(new URL(ingress.url).port) });
+  ingress = await startFakeIngress();
+  proxy = await proxyTo({ host: '127.0.0.1', port: Number(new URL(ingress.url).port) });
   const [closedPort] = await freePorts(1);
-  deadEndProxy = await startForwardProxy({ host: '127.0.0.1', port: closedPort ?? 1 });
+  deadEndProxy = await proxyTo({ host: '127.0.0.1', port: closedPort ?? 1 });
 });
 
 test.after.always(async () => {
-  for (const answer of held.values()) answer();
   await Promise.all([ingress?.close(), proxy?.close(), deadEndProxy?.close()]);
 });
 
-const hitsFor = (path: string) => hits.filter((h) => h.path === path);
-const forwardedFor = (p: ForwardProxy, path: string) => p.forwarded.filter((f) => new URL(f.target).pathname === path);
+const hitsFor = (path: string) => ingress.hitsFor(path);
+const forwardedFor = (p: ServiceProxy, path: string) => p.forwarded.filter((f) => new URL(f.target).pathname === path);
 
 function brokerDelivery(name: string, url?: string): HookDelivery {
   return {
@@ -172,7 +153,7 @@ test('a proxy that refuses connections is retriable and named in the reason', as
 });
 
 test('through the proxy a 404 still drops the cached address and looks it up again', async (t) => {
-  scripted.set('/shop/moved', [404]);
+  ingress.scripted.set('/shop/moved', [404]);
   const { transport, lookups } = transportFor({ proxy: proxy.url });
   t.deepEqual(await transport.send(requestEvent(), brokerDelivery('moved'), 'db-migrate'), { type: 'accepted' });
   t.deepEqual(lookups, ['shop/moved', 'shop/moved']);
@@ -190,13 +171,13 @@ test('through the proxy a busy ingress does not hold the gate, and its late answ
   t.true(elapsed < 2_000, `send took ${elapsed} ms`);
   const [hit] = hitsFor('/shop/busy');
   t.is(JSON.parse(hit?.body ?? '{}').hook.name, 'db-migrate');
-  held.get(event.id)?.();
+  ingress.held.get(event.id)?.();
   t.like(await late.promise, { status: 202, eventId: event.id });
   await transport.close();
 });
 
 test('close() closes the pooled connections to the proxy', async (t) => {
-  const own = await startForwardProxy({ host: '127.0.0.1', port: Number(new URL(ingress.url).port) });
+  const own = await proxyTo({ host: '127.0.0.1', port: Number(new URL(ingress.url).port) });
   t.teardown(() => own.close());
   const { transport } = transportFor({ proxy: own.url });
   await transport.send(requestEvent(), brokerDelivery('pooled'), 'db-migrate');

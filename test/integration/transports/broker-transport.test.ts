@@ -2,53 +2,27 @@
 // Broker is exercised end to end elsewhere): address lookup and caching, retries with backoff,
 // and a busy ingress that must not hold the gate.
 import test from 'ava';
-import express from 'express';
 import pino from 'pino';
 import { type BackgroundResult, createBrokerTransport } from '../../../emitter/broker.ts';
 import { type Transport, TransportError } from '../../../emitter/transport.ts';
 import type { HookDelivery } from '../../../gate/core/types.ts';
 import { freePorts } from '../../cluster/ports.ts';
 import { requestEvent } from './_events.ts';
-import { deferred, type Listening, listen } from './_server.ts';
+import { type FakeIngress, startFakeIngress } from './_ingress.ts';
+import { deferred } from './_server.ts';
 
-interface Hit {
-  at: number;
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-const hits: Hit[] = [];
-const scripted = new Map<string, number[]>();
-/** Answers the busy ingress holds back, by CloudEvent id. */
-const held = new Map<string, () => void>();
-let ingress: Listening;
+let ingress: FakeIngress;
 const silent = pino({ level: 'silent' });
 
 test.before(async () => {
-  const app = express();
-  app.use(express.raw({ type: () => true }));
-  // /<namespace>/<broker>: the MT broker ingress path. Each path answers from its script, then 202.
-  app.post('/:ns/:name', (req, res) => {
-    hits.push({ at: Date.now(), path: req.path, headers: req.headers, body: Buffer.isBuffer(req.body) ? req.body.toString() : '' });
-    if (req.params.name.startsWith('busy')) {
-      // Like the InMemoryChannel: no answer until every subscriber answered.
-      held.set(String(req.headers['ce-id']), () => res.status(202).end());
-      return;
-    }
-    const status = scripted.get(req.path)?.shift() ?? 202;
-    if (status >= 400) res.status(status).type('text/plain').send(`status ${status} from ${req.path}`);
-    else res.status(status).end();
-  });
-  ingress = await listen(app);
+  ingress = await startFakeIngress();
 });
 
 test.after.always(async () => {
-  for (const answer of held.values()) answer();
   await ingress?.close();
 });
 
-const hitsFor = (path: string) => hits.filter((h) => h.path === path);
+const hitsFor = (path: string) => ingress.hitsFor(path);
 
 function brokerDelivery(name: string, url?: string): HookDelivery {
   return {
@@ -101,7 +75,7 @@ test('delivery.broker.url is used as given, without a lookup', async (t) => {
 });
 
 test('503s are retried with growing, jittered pauses until the ingress takes the request', async (t) => {
-  scripted.set('/shop/flaky', [503, 503]);
+  ingress.scripted.set('/shop/flaky', [503, 503]);
   const { transport } = transportFor();
   t.deepEqual(await transport.send(requestEvent(), brokerDelivery('flaky'), 'db-migrate'), { type: 'accepted' });
   const tries = hitsFor('/shop/flaky');
@@ -115,7 +89,7 @@ test('503s are retried with growing, jittered pauses until the ingress takes the
 });
 
 test('a 404 drops the cached address and looks it up again before the retry', async (t) => {
-  scripted.set('/shop/moved', [404]);
+  ingress.scripted.set('/shop/moved', [404]);
   const { transport, lookups } = transportFor();
   await transport.send(requestEvent(), brokerDelivery('moved'), 'db-migrate');
   t.deepEqual(lookups, ['shop/moved', 'shop/moved']);
@@ -124,7 +98,7 @@ test('a 404 drops the cached address and looks it up again before the retry', as
 });
 
 test('retries are bounded: a Broker that keeps failing gives a retriable error after the last try', async (t) => {
-  scripted.set('/shop/broken', [500, 500, 500, 500, 500]);
+  ingress.scripted.set('/shop/broken', [500, 500, 500, 500, 500]);
   const { transport } = transportFor({ retry: { attempts: 3, baseDelayMs: 20, maxDelayMs: 100, maxElapsedMs: 5_000 } });
   const err = await t.throwsAsync(transport.send(requestEvent(), brokerDelivery('broken'), 'db-migrate'), { instanceOf: TransportError });
   t.true(err?.retriable);
@@ -135,7 +109,7 @@ test('retries are bounded: a Broker that keeps failing gives a retriable error a
 });
 
 test('a 400 from the ingress is not retried', async (t) => {
-  scripted.set('/shop/refuses', [400]);
+  ingress.scripted.set('/shop/refuses', [400]);
   const { transport } = transportFor();
   const err = await t.throwsAsync(transport.send(requestEvent(), brokerDelivery('refuses'), 'db-migrate'), { instanceOf: TransportError });
   t.false(err?.retriable);
@@ -158,7 +132,7 @@ test('a busy ingress (synchronous fan-out) does not hold the gate, and its late 
   t.is(hit?.headers['ce-id'], event.id);
   t.is(JSON.parse(hit?.body ?? '{}').hook.name, 'db-migrate');
   // The connection was left open: when the subscribers are done the ingress's 202 arrives.
-  held.get(event.id)?.();
+  ingress.held.get(event.id)?.();
   t.like(await late.promise, { status: 202, eventId: event.id, hook: 'db-migrate' });
   await transport.close();
 });
