@@ -7,6 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { processStartTime } from './leftovers.ts';
 
 const PREFIX = 'kpns';
+/** Namespaces made by this process so far: each gets its own name and interfaces. */
+let made = 0;
 
 export interface NetworkNamespace {
   name: string;
@@ -39,7 +41,7 @@ function reapLeftovers(): void {
     return;
   }
   for (const name of names) {
-    const m = new RegExp(`^${PREFIX}-(\\d+)-(\\d+)$`).exec(name);
+    const m = new RegExp(`^${PREFIX}-(\\d+)-(\\d+)-\\d+$`).exec(name);
     if (!m || processStartTime(Number(m[1])) === m[2]) continue;
     try {
       ip('netns', 'del', name);
@@ -60,16 +62,16 @@ function addressesInUse(): Set<string> {
 
 export function createNetworkNamespace(): NetworkNamespace {
   reapLeftovers();
-  const id = `${process.pid}-${processStartTime(process.pid)}`;
-  const name = `${PREFIX}-${id}`;
-  // Interface names are limited to 15 characters.
+  const n = made++;
+  const name = `${PREFIX}-${process.pid}-${processStartTime(process.pid)}-${n}`;
+  // Interface names are limited to 15 characters: kp + pid in base 36 (at most 4) + h/n + n.
   const tag = (process.pid % 1_000_000).toString(36);
-  const hostIf = `kp${tag}h${Date.now() % 1000}`;
-  const innerIf = `kp${tag}n${Date.now() % 1000}`;
+  const hostIf = `kp${tag}h${n % 10_000}`;
+  const innerIf = `kp${tag}n${n % 10_000}`;
   const used = addressesInUse();
   let base: number | undefined;
   for (let i = 0; i < 16_384; i++) {
-    const candidate = ((process.pid + i) % 16_384) * 4;
+    const candidate = ((process.pid + n + i) % 16_384) * 4;
     if (!used.has(dotted(candidate + 1)) && !used.has(dotted(candidate + 2))) {
       base = candidate;
       break;
