@@ -43,8 +43,9 @@ rest.catch(() => {});
 
 async function main(): Promise<void> {
   out.say(
-    `${c.bold('knative-prestart quickstart')}: a local control plane, Knative Serving ${pinnedVersions().KNATIVE_SERVING_VERSION}, the gate ` +
-      `and an example hook, then a Knative Service whose first Revision waits for the hook. ` +
+    `${c.bold('knative-prestart quickstart')}: a local control plane, Knative Serving ${pinnedVersions().KNATIVE_SERVING_VERSION}` +
+      (opts.broker ? ` and Eventing ${pinnedVersions().KNATIVE_EVENTING_VERSION} (requests and replies through its Broker)` : '') +
+      ', the gate and an example hook, then a Knative Service whose first Revision waits for the hook. ' +
       (opts.exitWhenDone ? 'Exits when done (--exit-when-done).' : 'Ctrl-C stops everything.'),
   );
   await session.phase('binaries', () => buildBinaries(out, session.interrupted.signal));
