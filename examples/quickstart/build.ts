@@ -1,5 +1,5 @@
 // Phase 1: the control-plane and Knative binaries, built once from Go modules by
-// test/cluster/build-binaries.sh and cached. The first build is long (about 37 min on 2 cores),
+// test/cluster/build-binaries.sh and cached. The first build is long (about 20 min on 2 cores),
 // so it is shown as it goes: each component as it starts and ends, and a clock while one builds;
 // a warm cache is one line.
 import { spawn } from 'node:child_process';
@@ -9,8 +9,15 @@ import { BUILD_SCRIPT, BUILD_SCRIPT_PATH, cacheDir } from '../../test/cluster/bi
 import type { Output } from './output.ts';
 import { seconds } from './summary.ts';
 
-/** Seconds each component took on the first build of a 2-core machine shared with other work. */
-const FIRST_BUILD_SECONDS: Record<string, number> = { etcd: 119, kwok: 197, kubernetes: 1129, 'nats-server': 76, 'knative-serving': 726 };
+/** Seconds each component took on the first build of an idle 2-core machine (a cold quickstart, 2026-11-29). */
+const FIRST_BUILD_SECONDS: Record<string, number> = {
+  etcd: 112,
+  kwok: 157,
+  kubernetes: 540,
+  'nats-server': 35,
+  'knative-serving': 226,
+  'knative-eventing': 103,
+};
 export interface BuildOptions {
   /** Default: test/cluster/build-binaries.sh, run with `all`. */
   script?: string;
