@@ -9,9 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { startCluster } from '../test/cluster/control-plane.ts';
-import { PID_STATE_FILE, type PidState } from '../test/cluster/leftovers.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../test/cluster/shared.ts';
+import { startCluster } from '../devcluster/control-plane.ts';
+import { PID_STATE_FILE, type PidState } from '../devcluster/leftovers.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../devcluster/shared.ts';
 
 function memoryKiB(pid: number): { hwm: number; rss: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

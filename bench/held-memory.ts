@@ -12,8 +12,8 @@
 // a production gate shows, build first and pass the compiled CLI:
 //
 //   node --import tsx bench/held-memory.ts [--revisions 1000] [--concurrency 16] [--settle 10]
-//   npm run build && node --import tsx bench/held-memory.ts --cli dist/gate/cli.js
-//   (or KNATIVE_PRESTART_GATE_CLI=$PWD/dist/gate/cli.js, which spawnGate reads)
+//   npm run build && node --import tsx bench/held-memory.ts --cli dist/cli/main.js
+//   (or KNATIVE_PRESTART_GATE_CLI=$PWD/dist/cli/main.js, which spawnGate reads)
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,10 +30,10 @@ import {
   hookSpec,
   startHookServer,
   waitUntilStamped,
-} from '../test/cluster/gate-harness.ts';
-import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../test/cluster/gate-process.ts';
-import { freePorts } from '../test/cluster/ports.ts';
-import { waitFor } from '../test/cluster/wait.ts';
+} from '../devcluster/gate/harness.ts';
+import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../devcluster/gate/process.ts';
+import { freePorts } from '../devcluster/ports.ts';
+import { waitFor } from '../devcluster/wait.ts';
 import {
   controlPlaneMemory,
   inBatches,
@@ -70,7 +70,7 @@ const pause = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 10
 const compiledCli = args.cli ?? process.env[GATE_CLI_ENV];
 if (compiledCli) {
   const cli = resolve(compiledCli);
-  if (!existsSync(cli)) throw new Error(`${compiledCli}: no such file (npm run build makes dist/gate/cli.js)`);
+  if (!existsSync(cli)) throw new Error(`${compiledCli}: no such file (npm run build makes dist/cli/main.js)`);
   process.env[GATE_CLI_ENV] = cli;
 }
 // Inherited by the gate process only: this process spawns nothing else with node.
@@ -78,7 +78,7 @@ process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import ${HEAP_PR
 process.env.BENCH_HEAP_FILE = HEAP_FILE;
 console.log(`held-memory: ${load()} at start`);
 console.log(
-  `gate: ${compiledCli ? `compiled CLI ${compiledCli}` : 'gate/cli.ts under tsx (its loader adds ~85 MiB; --cli dist/gate/cli.js for the compiled gate)'}`,
+  `gate: ${compiledCli ? `compiled CLI ${compiledCli}` : 'cli/main.ts under tsx (its loader adds ~85 MiB; --cli dist/cli/main.js for the compiled gate)'}`,
 );
 const t0 = performance.now();
 const env = await gateEnv(`bench-mem-${randomBytes(2).toString('hex')}`, { inProcess: false });

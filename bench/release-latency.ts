@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import type { RevisionObject } from '../gate/shell/resources.ts';
+import type { RevisionObject } from '../api/resources.ts';
 import {
   annotationMatch,
   createHook,
@@ -25,9 +25,9 @@ import {
   type ReceivedRequest,
   startHookServer,
   waitUntilStamped,
-} from '../test/cluster/gate-harness.ts';
-import { asyncReply } from '../test/cluster/gate-replies.ts';
-import { waitFor } from '../test/cluster/wait.ts';
+} from '../devcluster/gate/harness.ts';
+import { asyncReply } from '../devcluster/gate/replies.ts';
+import { waitFor } from '../devcluster/wait.ts';
 import { inBatches, load, ms, reproduce, retryOnWebhookReset, summarize, table, webhookResets } from './_common.ts';
 
 const { values: args } = parseArgs({ options: { revisions: { type: 'string', default: '100' } } });

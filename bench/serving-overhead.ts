@@ -11,14 +11,14 @@
 // Starts its own control plane, Knative Serving and Eventing and a gate; prints every round,
 // then the medians, their differences and ratios against the Service without a hook, measured in
 // the same run. Revision Ready needs no networking layer (only Route readiness would); the one
-// stand-in is the Broker's cluster DNS (test/cluster/service-proxy.ts).
-import type { PrestartHookSpec } from '../gate/core/types.ts';
-import { createHook, deleteHook, gateEnv, hookSpec, startHookServer } from '../test/cluster/gate-harness.ts';
-import { startKnativeEventing } from '../test/cluster/knative-eventing.ts';
-import { startKnativeServing } from '../test/cluster/knative-serving.ts';
-import { freePorts } from '../test/cluster/ports.ts';
-import { condition, firstSighting, Knative, type KnativeObject, waitUntilStamped, watchCollection } from '../test/e2e/_serving.ts';
-import { syncReply } from '../test/integration/gate/_replies.ts';
+// stand-in is the Broker's cluster DNS (devcluster/service-proxy.ts).
+import type { PrestartHookSpec } from '../api/types.ts';
+import { createHook, deleteHook, gateEnv, hookSpec, startHookServer, waitUntilStamped } from '../devcluster/gate/harness.ts';
+import { syncReply } from '../devcluster/gate/replies.ts';
+import { condition, firstSighting, Knative, type KnativeObject, watchCollection } from '../devcluster/knative-client.ts';
+import { startKnativeEventing } from '../devcluster/knative-eventing.ts';
+import { startKnativeServing } from '../devcluster/knative-serving.ts';
+import { freePorts } from '../devcluster/ports.ts';
 
 const args = process.argv.slice(2);
 const roundsFlag = args.indexOf('--rounds');

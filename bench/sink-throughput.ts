@@ -14,12 +14,12 @@ import { parseArgs } from 'node:util';
 import express, { type Express } from 'express';
 import { connect } from 'nats';
 import pino from 'pino';
-import type { Message } from '../emitter/transport.ts';
+import { startNatsServer } from '../devcluster/nats.ts';
+import type { Message } from '../schemas/event.ts';
 import { buildCompleted, buildRequested, KeyRing, toBinary } from '../schemas/index.ts';
 import { createSinkRouter } from '../sinks/http.ts';
 import { createNatsSink, ensureRepliesStream, sendReply } from '../sinks/nats.ts';
 import type { ReplyDisposition } from '../sinks/types.ts';
-import { startNatsServer } from '../test/cluster/nats.ts';
 
 const { values: args } = parseArgs({
   options: {

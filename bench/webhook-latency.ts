@@ -19,10 +19,10 @@ import https from 'node:https';
 import { parseArgs } from 'node:util';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import express from 'express';
+import { createHook, deleteHook, type GateEnv, gateEnv, hookSpec, waitUntilStamped } from '../devcluster/gate/harness.ts';
+import { type HttpsTestServer, startHttpsServer } from '../devcluster/https-server.ts';
+import { waitFor } from '../devcluster/wait.ts';
 import { webhookConfigurationName } from '../gate/webhooks/tls.ts';
-import { createHook, deleteHook, type GateEnv, gateEnv, hookSpec, waitUntilStamped } from '../test/cluster/gate-harness.ts';
-import { type HttpsTestServer, startHttpsServer } from '../test/cluster/https-server.ts';
-import { waitFor } from '../test/cluster/wait.ts';
 import { load, ms, reproduce, retryOnWebhookReset, type Summary, summarize, table, webhookResets } from './_common.ts';
 import { admissionReview, knativeRevision } from './_revision.ts';
 

@@ -27,13 +27,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import pino, { type Logger } from 'pino';
-import type { HookDelivery } from '../gate/core/types.ts';
+import { type BackoffPolicy, DEFAULT_BACKOFF, nextRetryDelay } from '../api/retry.ts';
+import type { HookDelivery } from '../api/types.ts';
+import type { CloudEventRecord, Message } from '../schemas/event.ts';
+import { bodyExcerpt, describeNetworkError } from '../schemas/http-binding.ts';
 import { toBinary } from '../schemas/index.ts';
-import { type BackoffPolicy, DEFAULT_BACKOFF, nextRetryDelay } from './backoff.ts';
-import { describeNetworkError } from './http.ts';
-import { bodyExcerpt, classifyErrorStatus } from './http-response.ts';
+import { classifyErrorStatus } from './http-response.ts';
 import { createProxyRouter, type ProxyOption, type Route } from './proxy.ts';
-import { type Message, type OutgoingEvent, type SendOutcome, type Transport, TransportError } from './transport.ts';
+import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export type ResolveBrokerUrl = (namespace: string, name: string) => Promise<string>;
 
@@ -211,7 +212,7 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
     });
   }
 
-  async function send(event: OutgoingEvent, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
+  async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
     const broker = delivery.broker;
     if (!broker?.name || !broker.namespace) {
       throw new TransportError(`hook ${hook}: delivery.transport is broker but delivery.broker.name/namespace is not set`, false);

@@ -1,23 +1,8 @@
 // What an HTTP answer from a hook (or a Broker ingress) means for the gate. Pure, so the rules
 // that decide between "done", "try again" and "give up" are tested without a network.
-import { isStructuredContentType } from './nats-binding.ts';
+import { carriesCloudEvent, isRetriableStatus } from '../schemas/http-binding.ts';
 
 export type HttpVerdict = { type: 'accepted' } | { type: 'replied' } | { type: 'retry'; reason: string } | { type: 'fail'; reason: string };
-
-/** Statuses after which the same request may succeed later (as Knative's dispatcher retries). */
-export function isRetriableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-/**
- * True when the answer is meant as a CloudEvent (binary: `ce-` core attribute headers;
- * structured: an application/cloudevents media type). Whether it is a valid one is for the
- * schemas' parser to say; a broken one then fails the hook with the parser's reason.
- */
-export function carriesCloudEvent(headers: Record<string, string>): boolean {
-  if (headers['ce-specversion'] !== undefined || headers['ce-id'] !== undefined || headers['ce-type'] !== undefined) return true;
-  return isStructuredContentType(headers['content-type']);
-}
 
 /**
  * A hook's answer to a direct HTTP request. 2xx with a CloudEvent is the completed event itself;
@@ -45,15 +30,4 @@ export function classifyErrorStatus(status: number, excerpt: string, peer: strin
   if (isRetriableStatus(status)) return { type: 'retry', reason: detail };
   if (status >= 300 && status < 400) return { type: 'fail', reason: `${detail} (redirects are not followed)` };
   return { type: 'fail', reason: detail };
-}
-
-/** First bytes of a body as one printable line, for error messages and logs. */
-export function bodyExcerpt(body: Uint8Array, max = 200): string {
-  const text = Buffer.from(body.subarray(0, max)).toString('utf8');
-  // Control characters (newlines, escapes) would break a log line or a status message.
-  const oneLine = Array.from(text, (c) => (c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f ? ' ' : c))
-    .join('')
-    .replace(/ {2,}/g, ' ')
-    .trim();
-  return body.length > max ? `${oneLine}…` : oneLine;
 }

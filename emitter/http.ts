@@ -3,10 +3,12 @@
 // with the completed event (200 + CloudEvent). Each request has its own deadline covering the
 // connection, the headers and the body, so one stuck hook cannot hold a gate worker.
 
-import type { HookDelivery } from '../gate/core/types.ts';
+import type { HookDelivery } from '../api/types.ts';
+import type { CloudEventRecord } from '../schemas/event.ts';
+import { bodyExcerpt, describeNetworkError, lowercaseHeaders } from '../schemas/http-binding.ts';
 import { DEFAULT_MAX_REPLY_BYTES, toBinary } from '../schemas/index.ts';
-import { bodyExcerpt, classifyHookResponse } from './http-response.ts';
-import { type OutgoingEvent, type SendOutcome, type Transport, TransportError } from './transport.ts';
+import { classifyHookResponse } from './http-response.ts';
+import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export interface HttpTransportOptions {
   /** Whole-exchange deadline per request (connect, headers, body). Default 10 s. */
@@ -24,7 +26,7 @@ export function createHttpTransport(opts: HttpTransportOptions = {}): Transport 
   const userAgent = opts.userAgent ?? 'knative-prestart-gate';
   const inflight = new Set<AbortController>();
 
-  async function send(event: OutgoingEvent, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
+  async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
     const url = delivery.url;
     if (!url) throw new TransportError(`hook ${hook}: delivery.transport is http but delivery.url is not set`, false);
     const message = toBinary(event);
@@ -86,23 +88,6 @@ function asTransportError(err: unknown, url: string, signal: AbortSignal): Trans
   }
   if (signal.aborted) return new TransportError(`POST ${url}: aborted (${String(signal.reason)})`, true);
   return new TransportError(`POST ${url}: ${describeNetworkError(err)}`, true);
-}
-
-/** undici reports "fetch failed" and hides the useful part (ECONNREFUSED, ENOTFOUND...) in `cause`. */
-export function describeNetworkError(err: unknown): string {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  const cause = e?.cause;
-  if (cause?.code) return `${e.message ?? 'request failed'} (${cause.code}${cause.message ? `: ${cause.message}` : ''})`;
-  if (cause?.message) return `${e.message ?? 'request failed'} (${cause.message})`;
-  return e?.message ?? String(err);
-}
-
-export function lowercaseHeaders(headers: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  headers.forEach((value, key) => {
-    out[key.toLowerCase()] = value;
-  });
-  return out;
 }
 
 async function readLimited(response: Response, max: number, url: string): Promise<Uint8Array> {

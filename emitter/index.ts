@@ -1,9 +1,10 @@
 // The set of transports one gate runs with, and the choice among them per PrestartHook.
-import type { HookDelivery, TransportKind } from '../gate/core/types.ts';
+import type { HookDelivery, TransportKind } from '../api/types.ts';
+import type { CloudEventRecord } from '../schemas/event.ts';
 import { type BrokerTransportOptions, createBrokerTransport } from './broker.ts';
 import { createHttpTransport, type HttpTransportOptions } from './http.ts';
 import { createNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.ts';
-import { type OutgoingEvent, type SendOutcome, type Transport, TransportError } from './transport.ts';
+import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export type { BackgroundResult, BrokerTransportOptions, ResolveBrokerUrl } from './broker.ts';
 export { createBrokerTransport, kubeBrokerResolver } from './broker.ts';
@@ -71,7 +72,7 @@ function unavailable(kind: TransportKind, configured: ReadonlySet<TransportKind>
   const have = [...configured].join(', ') || 'none';
   return {
     kind,
-    async send(_event: OutgoingEvent, _delivery: HookDelivery, hook: string): Promise<SendOutcome> {
+    async send(_event: CloudEventRecord, _delivery: HookDelivery, hook: string): Promise<SendOutcome> {
       throw new TransportError(
         `hook ${hook} asks for transport "${kind}", which this gate was not configured with (configured: ${have}; ${HOW_TO_ENABLE[kind]})`,
         false,

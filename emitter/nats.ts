@@ -8,7 +8,8 @@
 // A request counts as delivered only when JetStream acknowledged storing it.
 import { type ConnectionOptions, connect, type JetStreamClient, type NatsConnection } from 'nats';
 import pino, { type Logger } from 'pino';
-import type { HookDelivery } from '../gate/core/types.ts';
+import type { HookDelivery } from '../api/types.ts';
+import type { CloudEventRecord } from '../schemas/event.ts';
 import { toBinary } from '../schemas/index.ts';
 import {
   ensureStream,
@@ -17,8 +18,8 @@ import {
   REQUESTS_SUBJECT_PREFIX,
   subjectFor,
   toNatsHeaders,
-} from './nats-binding.ts';
-import { type OutgoingEvent, type SendOutcome, type Transport, TransportError } from './transport.ts';
+} from '../schemas/nats-binding.ts';
+import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export interface NatsTransportOptions {
   /** NATS server URL(s), e.g. nats://127.0.0.1:4222. Ignored when `connection` is given. */
@@ -83,7 +84,7 @@ export function createNatsTransport(opts: NatsTransportOptions): NatsTransport {
     return setup;
   }
 
-  async function send(event: OutgoingEvent, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
+  async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
     const subject = delivery.nats?.subject ?? subjectFor(REQUESTS_SUBJECT_PREFIX, hook);
     if (!isValidPublishSubject(subject)) {
       throw new TransportError(`hook ${hook}: ${JSON.stringify(subject)} is not a NATS subject one can publish to`, false);

@@ -1,13 +1,8 @@
 // One small interface for every way a request reaches a hook (like cloudevents' split between
 // a message and its transport): the gate builds the CloudEvent once and hands it to whichever
 // transport the PrestartHook names.
-import type { HookDelivery, TransportKind } from '../gate/core/types.ts';
-
-/** A CloudEvent as a transport-neutral message: binary-mode headers plus a body. */
-export interface Message {
-  headers: Record<string, string>;
-  body: Uint8Array | string;
-}
+import type { HookDelivery, TransportKind } from '../api/types.ts';
+import type { CloudEventRecord, Message } from '../schemas/event.ts';
 
 export type SendOutcome =
   /** The hook (or the Broker/stream) took the request; the reply will come later to a sink. */
@@ -26,22 +21,9 @@ export class TransportError extends Error {
   }
 }
 
-/** A serialisable CloudEvent (the CloudEvents SDK's CloudEvent satisfies it). */
-export interface OutgoingEvent {
-  specversion: string;
-  id: string;
-  source: string;
-  type: string;
-  subject?: string;
-  time?: string;
-  datacontenttype?: string;
-  data?: unknown;
-  [extension: string]: unknown;
-}
-
 export interface Transport {
   readonly kind: TransportKind;
   /** Delivers one request or cancel event to the hook described by `delivery`. Throws TransportError. */
-  send(event: OutgoingEvent, delivery: HookDelivery, hook: string): Promise<SendOutcome>;
+  send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome>;
   close(): Promise<void>;
 }

@@ -5,6 +5,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import pino, { type Logger } from 'pino';
+import { toHook } from '../api/resources.ts';
 import { createTransports, kubeBrokerResolver, type Transports } from '../emitter/index.ts';
 import { createSinkRouter } from '../sinks/http.ts';
 import { createSinkMetrics } from '../sinks/metrics.ts';
@@ -19,7 +20,6 @@ import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
-import { toHook } from './shell/resources.ts';
 import { admissionRouter } from './webhooks/admission.ts';
 import { startWebhookTls, type WebhookTls } from './webhooks/tls.ts';
 

@@ -2,8 +2,9 @@
 // here rather than taken from the SDK: the SDK's reader fills a missing id with a fresh UUID,
 // misses extension headers that are not lowercase, and neither percent-encodes nor decodes
 // header values. The NATS transport reuses the same header names.
-import type { Message, OutgoingEvent } from '../emitter/transport.ts';
+
 import { BATCH_CONTENT_TYPE, JSON_CONTENT_TYPE, SPEC_VERSION, STRUCTURED_CONTENT_TYPE } from './attributes.ts';
+import type { CloudEventRecord, Message } from './event.ts';
 
 export type ContractErrorCode =
   | 'malformed'
@@ -24,7 +25,7 @@ export interface ContractError {
 
 export type ContentMode = 'binary' | 'structured';
 
-export type ParsedMessage = { ok: true; event: OutgoingEvent; mode: ContentMode } | { ok: false; error: ContractError };
+export type ParsedMessage = { ok: true; event: CloudEventRecord; mode: ContentMode } | { ok: false; error: ContractError };
 
 /** What a receiver hands in: a Message, or an HTTP request's headers (node's may hold arrays). */
 export interface ReceivedMessage {
@@ -59,7 +60,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Binary content mode: attributes in ce-* headers (percent-encoded), data as the body. */
-export function toBinary(event: OutgoingEvent): Message {
+export function toBinary(event: CloudEventRecord): Message {
   const headers: Record<string, string> = {};
   const contentType = event.datacontenttype ?? (event.data === undefined ? undefined : JSON_CONTENT_TYPE);
   if (contentType) headers['content-type'] = contentType;
@@ -71,7 +72,7 @@ export function toBinary(event: OutgoingEvent): Message {
 }
 
 /** Structured content mode: the whole event as one application/cloudevents+json document. */
-export function toStructured(event: OutgoingEvent): Message {
+export function toStructured(event: CloudEventRecord): Message {
   const document: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(event)) {
     if (value === undefined || name === 'data') continue;
@@ -132,7 +133,7 @@ function parseBinary(headers: Map<string, string>, contentType: string | undefin
     if (!data.ok) return fail('malformed', data.reason);
     event.data = data.data;
   }
-  return { ok: true, event: event as OutgoingEvent, mode: 'binary' };
+  return { ok: true, event: event as CloudEventRecord, mode: 'binary' };
 }
 
 // JSON (also when no content type is given, the common case for careless senders), text as a
@@ -188,7 +189,7 @@ function parseStructured(body: Uint8Array | string): ParsedMessage {
   } else if (fields.data !== undefined) {
     event.data = fields.data;
   }
-  return { ok: true, event: event as OutgoingEvent, mode: 'structured' };
+  return { ok: true, event: event as CloudEventRecord, mode: 'structured' };
 }
 
 // The SDK would fill a missing id with a UUID and a missing specversion with 1.0: check the raw values.
@@ -289,7 +290,7 @@ function bodySize(body: Uint8Array | string): number {
 }
 
 /** The event's data as a JSON value, or why it is not one (binary data, non-JSON content type). */
-export function jsonData(event: OutgoingEvent): { ok: true; data: unknown } | { ok: false; error: ContractError } {
+export function jsonData(event: CloudEventRecord): { ok: true; data: unknown } | { ok: false; error: ContractError } {
   const contentType = event.datacontenttype;
   if (contentType !== undefined && !isJson(contentType)) {
     return { ok: false, error: contractError('invalid-data', `datacontenttype "${contentType}" is not ${JSON_CONTENT_TYPE}`) };

@@ -1,7 +1,6 @@
 // revision.prestart.completed: built by hooks (and tests), read by every sink of the gate.
 import { randomUUID } from 'node:crypto';
-import type { OutgoingEvent } from '../emitter/transport.ts';
-import type { Contribution, Reply } from '../gate/core/types.ts';
+import type { Contribution, Reply } from '../api/types.ts';
 import {
   COMPLETED_TYPE,
   DEFAULT_MAX_REPLY_BYTES,
@@ -17,6 +16,7 @@ import {
 import type { ContractError, ReceivedMessage } from './codec.ts';
 import { contractError, integerAttribute, jsonData, parseMessage } from './codec.ts';
 import type { KeyRing } from './correlation.ts';
+import type { CloudEventRecord } from './event.ts';
 import type { CompletedData, Outcome } from './validate.ts';
 import { checkCompletedData } from './validate.ts';
 
@@ -30,7 +30,7 @@ export interface RequestHandle {
 
 export interface BuildCompletedInput {
   /** The request being answered: the event itself, or its handle. */
-  request: OutgoingEvent | RequestHandle;
+  request: CloudEventRecord | RequestHandle;
   outcome: Outcome;
   message?: string;
   progress?: number;
@@ -44,7 +44,7 @@ export interface BuildCompletedInput {
 }
 
 /** A reply to `request`. Throws when the data would not satisfy the schema. */
-export function buildCompleted(input: BuildCompletedInput): OutgoingEvent {
+export function buildCompleted(input: BuildCompletedInput): CloudEventRecord {
   const handle = requestHandle(input.request);
   const data: CompletedData = { outcome: input.outcome };
   if (input.message !== undefined) data.message = input.message;
@@ -53,7 +53,7 @@ export function buildCompleted(input: BuildCompletedInput): OutgoingEvent {
   const check = checkCompletedData(data);
   if (!check.ok) throw new Error(`buildCompleted: ${check.reason}`);
 
-  const event: OutgoingEvent = {
+  const event: CloudEventRecord = {
     specversion: SPEC_VERSION,
     id: input.id ?? randomUUID(),
     source: input.source,
@@ -70,7 +70,7 @@ export function buildCompleted(input: BuildCompletedInput): OutgoingEvent {
   return event;
 }
 
-function requestHandle(request: OutgoingEvent | RequestHandle): RequestHandle {
+function requestHandle(request: CloudEventRecord | RequestHandle): RequestHandle {
   if (!('specversion' in request)) return request;
   const correlationid = request[EXT_CORRELATION_ID];
   const hook = request[EXT_HOOK];
@@ -87,7 +87,7 @@ export interface ParseCompletedOptions {
   maxBytes?: number;
 }
 
-export type CompletedResult = { ok: true; reply: Reply; event: OutgoingEvent } | { ok: false; error: ContractError };
+export type CompletedResult = { ok: true; reply: Reply; event: CloudEventRecord } | { ok: false; error: ContractError };
 
 /**
  * Everything a sink does with an incoming message before the state sees it: decode, check the

@@ -1,6 +1,6 @@
 // revision.prestart.requested: built by the gate (start and cancel), read by hooks.
-import type { OutgoingEvent } from '../emitter/transport.ts';
-import type { HookSnapshot, RevisionView } from '../gate/core/types.ts';
+
+import type { HookSnapshot, RevisionView } from '../api/types.ts';
 import {
   DEFAULT_MAX_REQUEST_BYTES,
   EXT_ATTEMPT,
@@ -18,6 +18,7 @@ import type { ContractError, ReceivedMessage } from './codec.ts';
 import { contractError, integerAttribute, jsonData, parseMessage } from './codec.ts';
 import type { KeyRing, RequestAction } from './correlation.ts';
 import { MAX_CORRELATION_ID_LENGTH, requestId } from './correlation.ts';
+import type { CloudEventRecord } from './event.ts';
 import type { RequestedData } from './validate.ts';
 import { checkRequestedData } from './validate.ts';
 
@@ -44,7 +45,7 @@ export interface BuildRequestedInput {
  * The request (or cancel) for one hook and attempt. Throws when the result would not satisfy
  * the schema: that is a bug in the caller, not something to send.
  */
-export function buildRequested(input: BuildRequestedInput): OutgoingEvent {
+export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
   const { revision, hook, attempt, action } = input;
   const deadline = input.deadline instanceof Date ? input.deadline.toISOString() : input.deadline;
   // Members in schema order, so the JSON reads top-down the way the schema documents it.
@@ -70,7 +71,7 @@ export function buildRequested(input: BuildRequestedInput): OutgoingEvent {
   const check = checkRequestedData(data);
   if (!check.ok) throw new Error(`buildRequested: ${check.reason}`);
 
-  const event: OutgoingEvent = {
+  const event: CloudEventRecord = {
     specversion: SPEC_VERSION,
     id: requestId(revision.uid, hook.name, attempt, action),
     source: input.source ?? gateSource(revision.namespace),
@@ -95,7 +96,7 @@ export function buildRequested(input: BuildRequestedInput): OutgoingEvent {
 
 /** A validated request as a hook sees it. */
 export interface ParsedRequest {
-  event: OutgoingEvent;
+  event: CloudEventRecord;
   data: RequestedData;
   /** Echo this as `replyid` on every reply. */
   correlationid: string;

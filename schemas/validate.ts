@@ -3,7 +3,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
-import type { Contribution, ContributionKind, Reply } from '../gate/core/types.ts';
+import type { Contribution, ContributionKind, Reply } from '../api/types.ts';
 import completedSchema from './completed.data.schema.json' with { type: 'json' };
 import type { RequestAction } from './correlation.ts';
 import requestedSchema from './requested.data.schema.json' with { type: 'json' };

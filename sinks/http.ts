@@ -8,8 +8,9 @@
 // (so Brokers and hooks retry).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import pino, { type Logger } from 'pino';
+import { flattenHeaders } from '../schemas/http-binding.ts';
 import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
-import { flattenHeaders, type Handled, handleCompleted, httpAnswer } from './handle.ts';
+import { type Handled, handleCompleted, httpAnswer } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
 import type { OnReply } from './types.ts';
 

@@ -20,6 +20,8 @@ import {
   type PubAck,
 } from 'nats';
 import pino, { type Logger } from 'pino';
+import type { CloudEventRecord } from '../schemas/event.ts';
+import { DEFAULT_MAX_REPLY_BYTES, type KeyRing, toBinary, toStructured } from '../schemas/index.ts';
 import {
   ensureStream,
   fromNatsMessage,
@@ -28,10 +30,8 @@ import {
   serverSupportsTermReason,
   subjectFor,
   toNatsHeaders,
-} from '../emitter/nats-binding.ts';
-import type { OutgoingEvent } from '../emitter/transport.ts';
-import { DEFAULT_MAX_REPLY_BYTES, type KeyRing, toBinary, toStructured } from '../schemas/index.ts';
-import { type Handled, handleCompleted } from './handle.ts';
+} from '../schemas/nats-binding.ts';
+import { type Handled, handleCompleted } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
 import type { OnReply } from './types.ts';
 
@@ -218,7 +218,7 @@ export interface SendReplyOptions {
  * Publishes a completed event for `hook` (as a hook does) and waits for JetStream to store it.
  * The message id is the CloudEvent id, so a hook resending the same reply is stored once.
  */
-export async function sendReply(nc: NatsConnection, hook: string, event: OutgoingEvent, opts: SendReplyOptions = {}): Promise<PubAck> {
+export async function sendReply(nc: NatsConnection, hook: string, event: CloudEventRecord, opts: SendReplyOptions = {}): Promise<PubAck> {
   const message = opts.mode === 'structured' ? toStructured(event) : toBinary(event);
   const body = typeof message.body === 'string' ? new TextEncoder().encode(message.body) : message.body;
   return nc.jetstream().publish(opts.subject ?? subjectFor(REPLIES_SUBJECT_PREFIX, hook), body, {

@@ -1,6 +1,6 @@
 // What the sinks need from the gate, and what they tell it. The sinks only parse and verify; the
 // gate decides what a verified reply does to the PrestartRun.
-import type { Reply } from '../gate/core/types.ts';
+import type { Reply } from '../api/types.ts';
 
 /** What became of a verified reply. A thrown error means "could not decide now" (transient). */
 export type ReplyDisposition = { type: 'applied' } | { type: 'duplicate' } | { type: 'rejected'; reason: string };

@@ -11,10 +11,10 @@ import { constants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
-import { BUILD_SCRIPT_PATH } from './cluster/binaries.ts';
-import { type Cluster, startCluster } from './cluster/control-plane.ts';
-import { ClusterStartError } from './cluster/errors.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from './cluster/shared.ts';
+import { BUILD_SCRIPT_PATH } from '../devcluster/binaries.ts';
+import { type Cluster, startCluster } from '../devcluster/control-plane.ts';
+import { ClusterStartError } from '../devcluster/errors.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../devcluster/shared.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const e2e = process.argv.includes('--e2e');

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type Destination, desiredTriggers, inClusterGateSubscriber, type OwnedHook } from './desired.ts';
-import { listOwnedHooks } from './hooks.ts';
+import { listOwnedHooks } from './list-hooks.ts';
 import { hooksFromYaml, printTriggers } from './print.ts';
 
 interface TriggersOptions {

@@ -7,8 +7,8 @@
 //   - the gate's reply Trigger on that Broker, passing `revision.prestart.completed` events to the
 //     gate's sink: one per Broker, owned by every hook that uses the Broker, so the garbage
 //     collector removes it with the last of them.
-import type { HookDelivery, PrestartHook } from '../gate/core/types.ts';
-import { API_VERSION } from '../gate/core/types.ts';
+import type { HookDelivery, PrestartHook } from '../api/types.ts';
+import { API_VERSION } from '../api/types.ts';
 import { replyTriggerName, requestTriggerName } from './names.ts';
 
 export const TRIGGER_API_VERSION = 'eventing.knative.dev/v1';

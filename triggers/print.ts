@@ -1,8 +1,8 @@
 // The Triggers the gate would create, as YAML for people who keep their manifests in Git
 // (`knative-prestart triggers`). Same objects as the reconciler's, from the same function.
 import yaml from 'js-yaml';
-import type { PrestartHookSpec } from '../gate/core/types.ts';
-import { API_VERSION } from '../gate/core/types.ts';
+import type { PrestartHookSpec } from '../api/types.ts';
+import { API_VERSION } from '../api/types.ts';
 import type { OwnedHook, TriggerObject } from './desired.ts';
 
 export class HookFileError extends Error {

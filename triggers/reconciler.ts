@@ -20,11 +20,11 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { FIELD_MANAGER } from '../api/resources.ts';
 import { APPLIED_HASH_ANNOTATION, covers, withHash } from './compare.ts';
 import { type Destination, desiredTriggers, MANAGED_BY, MANAGED_BY_LABEL, type TriggerObject } from './desired.ts';
-import { listOwnedHooks } from './hooks.ts';
+import { listOwnedHooks } from './list-hooks.ts';
 
-export const FIELD_MANAGER = 'knative-prestart-gate';
 const TRIGGERS = { group: 'eventing.knative.dev', version: 'v1', plural: 'triggers' } as const;
 const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
 /** Hook events often come in bursts (an informer's initial list, `kubectl apply -f dir/`): one pass for all. */

@@ -1,11 +1,11 @@
 // Phase 1: the control-plane and Knative binaries, built once from Go modules by
-// test/cluster/build-binaries.sh and cached. The first build is long (about 20 min on 2 cores),
+// devcluster/build-binaries.sh and cached. The first build is long (about 20 min on 2 cores),
 // so it is shown as it goes: each component as it starts and ends, and a clock while one builds;
 // a warm cache is one line.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { BUILD_SCRIPT, BUILD_SCRIPT_PATH, cacheDir } from '../../test/cluster/binaries.ts';
+import { BUILD_SCRIPT, BUILD_SCRIPT_PATH, cacheDir } from '../../devcluster/binaries.ts';
 import type { Output } from './output.ts';
 import { seconds } from './summary.ts';
 
@@ -19,7 +19,7 @@ const FIRST_BUILD_SECONDS: Record<string, number> = {
   'knative-eventing': 103,
 };
 export interface BuildOptions {
-  /** Default: test/cluster/build-binaries.sh, run with `all`. */
+  /** Default: devcluster/build-binaries.sh, run with `all`. */
   script?: string;
   /** A step that ends sooner was a cache hit (the script checks and returns); default 1.5 s. */
   cacheHitMs?: number;

@@ -2,9 +2,9 @@
 // that sends matching Revisions to the example hook, the app's namespace, and the Knative
 // Service whose template carries the annotation the hook matches.
 import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import type { PrestartHookSpec } from '../../gate/core/types.ts';
-import { waitFor } from '../../test/cluster/wait.ts';
-import { Knative, type KnativeObject } from '../../test/e2e/_serving.ts';
+import type { PrestartHookSpec } from '../../api/types.ts';
+import { Knative, type KnativeObject } from '../../devcluster/knative-client.ts';
+import { waitFor } from '../../devcluster/wait.ts';
 import type { DemoTarget } from './milestones.ts';
 
 export const BINDING_ANNOTATION = 'serving-binding';

@@ -6,8 +6,8 @@
 //
 // This file loads little: the Kubernetes client and the gate take seconds to load, so they
 // load (run.ts) while the binaries are checked or built, and the first lines print at once.
-import { pinnedVersions } from '../../test/cluster/binaries.ts';
-import { ClusterStartError } from '../../test/cluster/errors.ts';
+import { pinnedVersions } from '../../devcluster/binaries.ts';
+import { ClusterStartError } from '../../devcluster/errors.ts';
 import { parseArgs, USAGE } from './args.ts';
 import { BuildError, buildBinaries } from './build.ts';
 import { keepAlive, QuickstartFailure, Session } from './session.ts';

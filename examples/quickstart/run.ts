@@ -1,10 +1,10 @@
 // Phases 2 to 5 of the quickstart (see main.ts): a control plane of its own, Knative Serving, the
 // project's manifests, the gate and the example hook, then the demo with its live view.
 import { join } from 'node:path';
+import { controlPlaneBinaries, pinnedVersions } from '../../devcluster/binaries.ts';
+import type { Cluster } from '../../devcluster/control-plane.ts';
+import { GATE_USER } from '../../devcluster/gate/harness.ts';
 import type { RunningGate } from '../../gate/gate.ts';
-import { controlPlaneBinaries, pinnedVersions } from '../../test/cluster/binaries.ts';
-import type { Cluster } from '../../test/cluster/control-plane.ts';
-import { GATE_USER } from '../../test/cluster/gate-harness.ts';
 import { createDemoService, DEMO, prepareDemo } from './demo.ts';
 import { createLiveView } from './live.ts';
 import { demoDone, type Milestones, nextMilestones, timeline, waitingFor } from './milestones.ts';

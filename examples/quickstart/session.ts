@@ -2,7 +2,7 @@
 // starts once the binaries are ready, and what to stop on the way out (last started, first stopped).
 // Kept free of heavy imports, so the first lines print while the rest of the code still loads.
 import { rmSync } from 'node:fs';
-import type { Cluster } from '../../test/cluster/control-plane.ts';
+import type { Cluster } from '../../devcluster/control-plane.ts';
 import type { QuickstartOptions } from './args.ts';
 import { type Colors, colors, createOutput, type Output } from './output.ts';
 import { type Phase, PhaseClock, seconds } from './summary.ts';
@@ -96,7 +96,7 @@ export class Session {
   }
 }
 
-/** The cluster's processes do not keep Node alive on their own (test/cluster/processes.ts): this does, until a signal. */
+/** The cluster's processes do not keep Node alive on their own (devcluster/processes.ts): this does, until a signal. */
 export function keepAlive(): void {
   setInterval(() => {}, 60_000);
 }

@@ -2,8 +2,9 @@
 // (Revision, the events on it, its PrestartRun and hooks, Deployment, pods, Service), derived
 // from the objects as last seen. Pure, so the wording and the "done" rule are unit-tested.
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import type { RunObject } from '../../gate/shell/resources.ts';
-import { type CoreEvent, condition, isHeld, type KnativeObject } from '../../test/e2e/_serving.ts';
+import type { RunObject } from '../../api/resources.ts';
+import { isHeld } from '../../devcluster/gate/harness.ts';
+import { type CoreEvent, condition, type KnativeObject } from '../../devcluster/knative-client.ts';
 
 export interface DemoObjects {
   services: ReadonlyMap<string, KnativeObject>;

@@ -1,7 +1,7 @@
 // Checks on what a hook asks to project into the Revision's pods. A hook may only contribute the
 // kinds its PrestartHook allows, and every name must be valid where the Pod webhook puts it, so a
 // bad reply cannot make the Revision's pods unschedulable.
-import type { Contribution, ContributionKind } from './types.ts';
+import type { Contribution, ContributionKind } from '../../api/types.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

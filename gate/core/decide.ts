@@ -50,6 +50,17 @@
  * cannot be reached must never keep a Revision from being deleted, so a cancel is best effort.
  */
 
+import {
+  CANCEL_FINALIZER,
+  HOLD_LABEL,
+  HOOKS_ANNOTATION,
+  type HookSnapshot,
+  type HookStatus,
+  type PrestartRunStatus,
+  type PrestartRunView,
+  REASON_ANNOTATION,
+  RETRY_ANNOTATION,
+} from '../../api/types.ts';
 import { HookSpecError, snapshotHook } from './snapshot.ts';
 import { parseHookNames } from './stamp.ts';
 import {
@@ -73,20 +84,7 @@ import {
   summaryOf,
   timeoutMessage,
 } from './status.ts';
-import {
-  type Action,
-  CANCEL_FINALIZER,
-  type Decision,
-  HOLD_LABEL,
-  HOOKS_ANNOTATION,
-  type HookSnapshot,
-  type HookStatus,
-  type Observed,
-  type PrestartRunStatus,
-  type PrestartRunView,
-  REASON_ANNOTATION,
-  RETRY_ANNOTATION,
-} from './types.ts';
+import type { Action, Decision, Observed } from './types.ts';
 
 /** How long to wait before looking again when a run of an older Revision with this name still exists. */
 export const FOREIGN_RUN_REQUEUE_MS = 10_000;

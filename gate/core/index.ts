@@ -20,4 +20,4 @@ export { compareHooks, hookMatches, hooksFor, labelSelectorErrors, labelSelector
 export { applyReply } from './reply.ts';
 export { HookSpecError, snapshotHook } from './snapshot.ts';
 export { parseHookNames, type StampResult, stampRevision } from './stamp.ts';
-export * from './types.ts';
+export type * from './types.ts';

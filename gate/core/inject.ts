@@ -2,9 +2,10 @@
 // servicebinding.io workload projection: a Secret volume per binding mounted at
 // $SERVICE_BINDING_ROOT/<name>, with SERVICE_BINDING_ROOT set on the container. Only the fields
 // read here are typed, so a @kubernetes/client-node V1Pod (with its spec) fits.
+
+import type { Contribution } from '../../api/types.ts';
 import { VOLUME_PREFIX } from './contributions.ts';
 import { type JsonPatchOp, pointer } from './jsonpatch.ts';
-import type { Contribution } from './types.ts';
 
 export const SERVICE_BINDING_ROOT = 'SERVICE_BINDING_ROOT';
 /** Knative's sidecar: it serves the Revision, not the user's code, and must not see the bindings. */

@@ -1,5 +1,5 @@
 // Which PrestartHooks apply to a new Revision.
-import type { LabelSelector, LabelSelectorRequirement, PrestartHook, RevisionView } from './types.ts';
+import type { LabelSelector, LabelSelectorRequirement, PrestartHook, RevisionView } from '../../api/types.ts';
 
 /**
  * Kubernetes LabelSelector semantics: every matchLabels entry and every matchExpressions

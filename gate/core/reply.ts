@@ -2,9 +2,11 @@
 // so a reply may be a duplicate, belong to an older attempt, or arrive after the run moved on;
 // only a reply for the hook's current attempt while it is still waiting changes anything. The run
 // phase, conditions and events are left to decide(), which sees the new hook status next.
+
+import type { HookStatus, PrestartRunView, Reply } from '../../api/types.ts';
 import { filterContributions } from './contributions.ts';
 import { oneLine, summaryOf } from './status.ts';
-import type { HookStatus, PrestartRunView, Reply, ReplyResult } from './types.ts';
+import type { ReplyResult } from './types.ts';
 
 const MAX_MESSAGE = 1024;
 

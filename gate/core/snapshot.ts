@@ -1,7 +1,8 @@
 // A run keeps the hook spec it started with, so editing a PrestartHook never changes the rules
 // for a Revision that is already being held.
+
+import type { HookSnapshot, PrestartHook } from '../../api/types.ts';
 import { parseDurationSeconds } from './duration.ts';
-import type { HookSnapshot, PrestartHook } from './types.ts';
 
 export class HookSpecError extends Error {
   constructor(

@@ -2,8 +2,7 @@
 // from the tenant's template, so everything the gate later trusts (hold label, hook list, hold
 // reason, inject label, cancel finalizer) is either written here or stripped here: a tenant
 // cannot hold a Revision nobody will release, skip hooks, or forge a binding projection.
-import { type JsonPatchOp, pointer } from './jsonpatch.ts';
-import { hooksFor } from './match.ts';
+
 import {
   CANCEL_FINALIZER,
   HOLD_LABEL,
@@ -12,7 +11,9 @@ import {
   type PrestartHook,
   REASON_ANNOTATION,
   type RevisionView,
-} from './types.ts';
+} from '../../api/types.ts';
+import { type JsonPatchOp, pointer } from './jsonpatch.ts';
+import { hooksFor } from './match.ts';
 
 export interface StampResult {
   patch: JsonPatchOp[];

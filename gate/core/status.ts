@@ -1,7 +1,7 @@
 // Shared reading of a PrestartRun's status: which hooks count as done, passed or blocking, how the
 // run's phase and Ready condition follow from them. decide() and applyReply() both use these so
 // the two writers of a run's status never disagree.
-import { formatDuration } from './duration.ts';
+
 import type {
   Condition,
   FailurePolicy,
@@ -11,7 +11,8 @@ import type {
   PrestartRunSpec,
   PrestartRunStatus,
   RunPhase,
-} from './types.ts';
+} from '../../api/types.ts';
+import { formatDuration } from './duration.ts';
 
 /** A hook's status joined with its snapshot; a hook without snapshot was not found when the run started. */
 export interface HookEntry {

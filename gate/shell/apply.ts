@@ -2,12 +2,13 @@
 // with backoff and the core decides again from what really got written), so "record, then send"
 // holds: a request is never sent unless the status that records it was stored.
 import type { Logger } from 'pino';
-import type { Action, HookSnapshot, RevisionView } from '../core/types.ts';
-import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '../core/types.ts';
+import type { RunObject } from '../../api/resources.ts';
+import type { HookSnapshot, RevisionView } from '../../api/types.ts';
+import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '../../api/types.ts';
+import type { Action } from '../core/types.ts';
 import { crashPoint } from './crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { RequestSender } from './requests.ts';
-import type { RunObject } from './resources.ts';
 
 export interface ApplyContext {
   client: KubeClient;

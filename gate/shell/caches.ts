@@ -10,7 +10,7 @@ import {
   type V1Namespace,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorLine, type KubeClient } from './kube-client.ts';
+import { errorLine } from '../../api/kube-errors.ts';
 import {
   HOOKS,
   type HookObject,
@@ -22,7 +22,8 @@ import {
   RUNS,
   type RunObject,
   watchPath,
-} from './resources.ts';
+} from '../../api/resources.ts';
+import type { KubeClient } from './kube-client.ts';
 
 export type Cache<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
 

@@ -1,13 +1,14 @@
 // The imperative shell around the core: observe one Revision from the caches, ask `decide` what
 // to do, apply the actions in the order given, and requeue. Nothing here makes a decision.
 import type { Logger } from 'pino';
+import { errorLine, isConflict } from '../../api/kube-errors.ts';
+import { configurationGeneration, keyOf, splitKey, toHook, toRevisionView, toRunView } from '../../api/resources.ts';
+import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
 import { decide } from '../core/index.ts';
-import { HOLD_LABEL, type Observed, type PrestartHook } from '../core/types.ts';
+import type { Observed } from '../core/types.ts';
 import { type ApplyContext, applyActions } from './apply.ts';
 import type { Caches } from './caches.ts';
-import { errorLine, isConflict } from './kube-client.ts';
 import type { Metrics } from './metrics.ts';
-import { configurationGeneration, keyOf, splitKey, toHook, toRevisionView, toRunView } from './resources.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerOptions {

@@ -2,8 +2,8 @@
 // the replyids minted before. The first replica to start creates it; rotation = put a new key
 // first under `keys` (comma-separated hex) and keep the old one after it until old runs ended.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { isConflict, isNotFound } from '../../api/kube-errors.ts';
 import { KeyRing } from '../../schemas/index.ts';
-import { isConflict, isNotFound } from './kube-client.ts';
 
 export const CORRELATION_SECRET = 'knative-prestart-correlation-keys';
 

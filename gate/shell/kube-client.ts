@@ -1,38 +1,10 @@
 // The gate's writes to Kubernetes. Every write is either idempotent (merge patches that set a
 // final value) or guarded by resourceVersion (optimistic concurrency), so a crash or a second
 // replica at any point cannot apply an effect twice or on top of a state it did not see.
-import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { PrestartRunSpec, PrestartRunStatus, RevisionView } from '../core/types.ts';
-import { REVISIONS, type Resource, type RevisionObject, RUNS, type RunObject } from './resources.ts';
-
-const FIELD_MANAGER = 'knative-prestart-gate';
-
-export function statusOf(err: unknown): number | undefined {
-  if (err instanceof ApiException) return err.code;
-  return undefined;
-}
-
-/** One line for logs and messages: "HTTP 403: <the apiserver's own sentence>", or the error's message. */
-export function errorLine(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = typeof err.body === 'string' ? parseJson(err.body) : err.body;
-    const message = (body as { message?: unknown } | undefined)?.message;
-    const text = typeof message === 'string' ? message : typeof err.body === 'string' ? err.body.slice(0, 300) : `${err.message}`;
-    return `HTTP ${err.code}: ${text}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-export const isConflict = (err: unknown): boolean => statusOf(err) === 409;
-export const isNotFound = (err: unknown): boolean => statusOf(err) === 404;
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { isNotFound } from '../../api/kube-errors.ts';
+import { FIELD_MANAGER, REVISIONS, type Resource, type RevisionObject, RUNS, type RunObject } from '../../api/resources.ts';
+import type { PrestartRunSpec, PrestartRunStatus, RevisionView } from '../../api/types.ts';
 
 export class KubeClient {
   readonly custom: CustomObjectsApi;

@@ -3,7 +3,7 @@
 // resourceVersion read, so two candidates can never both believe they won.
 import { CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorLine, isConflict, isNotFound } from './kube-client.ts';
+import { errorLine, isConflict, isNotFound } from '../../api/kube-errors.ts';
 
 export interface LeaderOptions {
   namespace: string;

@@ -2,13 +2,14 @@
 // replica): the write is conditional on the resourceVersion it was computed from, so concurrent
 // replies and the leader's own writes serialise through the apiserver, never overwrite each other.
 import type { Logger } from 'pino';
+import { isConflict } from '../../api/kube-errors.ts';
+import { type RunObject, toRunView } from '../../api/resources.ts';
+import type { Reply } from '../../api/types.ts';
 import type { ReplyDisposition } from '../../sinks/types.ts';
 import { applyReply } from '../core/index.ts';
-import type { Reply } from '../core/types.ts';
 import { crashPoint } from './crashpoints.ts';
-import { isConflict, type KubeClient } from './kube-client.ts';
+import type { KubeClient } from './kube-client.ts';
 import type { Metrics } from './metrics.ts';
-import { type RunObject, toRunView } from './resources.ts';
 
 export type { ReplyDisposition };
 

@@ -2,10 +2,11 @@
 // what comes back into replies: a synchronous CloudEvent answer, or a permanent delivery failure
 // that the user should see as the hook's failure rather than as silence until the timeout.
 import type { Logger } from 'pino';
+import type { HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Transports } from '../../emitter/index.ts';
-import { type Message, TransportError } from '../../emitter/transport.ts';
+import { TransportError } from '../../emitter/transport.ts';
+import type { Message } from '../../schemas/event.ts';
 import { buildRequested, type KeyRing, parseCompleted } from '../../schemas/index.ts';
-import type { HookSnapshot, RevisionView } from '../core/types.ts';
 import type { Metrics } from './metrics.ts';
 import type { ReplyRecorder } from './replies.ts';
 

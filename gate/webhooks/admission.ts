@@ -4,10 +4,10 @@
 //   /webhooks/pods: projects hook contributions into the pods of a released Revision.
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
+import { type RevisionObject, type RunObject, toRevisionView } from '../../api/resources.ts';
+import type { Contribution, PrestartHook } from '../../api/types.ts';
 import { type JsonPatchOp, podPatch, stampRevision } from '../core/index.ts';
-import type { Contribution, PrestartHook } from '../core/types.ts';
 import type { Metrics } from '../shell/metrics.ts';
-import { type RevisionObject, type RunObject, toRevisionView } from '../shell/resources.ts';
 
 interface AdmissionRequest {
   uid: string;

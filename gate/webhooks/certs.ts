@@ -4,7 +4,7 @@
 // Secret decides which replica's renewal wins) once a third of its life is left.
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { isConflict, isNotFound } from '../shell/kube-client.ts';
+import { isConflict, isNotFound } from '../../api/kube-errors.ts';
 import { certValidity, createCa, inspectCerts, issueServingCert, type PemPair, splitCertificates } from './cert-authority.ts';
 import {
   type BundledCa,

@@ -1,7 +1,7 @@
 // Parses a kubectl-style label selector string ("team=a,tier in (web,api),!legacy") into the
 // structured form webhook namespaceSelectors need, so one --namespace-selector flag scopes both
 // the gate's informers and its webhooks.
-import type { LabelSelector, LabelSelectorRequirement } from '../core/types.ts';
+import type { LabelSelector, LabelSelectorRequirement } from '../../api/types.ts';
 
 export function parseLabelSelector(text: string): LabelSelector {
   const matchLabels: Record<string, string> = {};

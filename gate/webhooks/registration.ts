@@ -2,7 +2,7 @@
 // configuration and a renewed CA all converge to the same object. Writes only when it differs:
 // every replica may call this on start and on each certificate change.
 import { AdmissionregistrationV1Api, type KubeConfig, type V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
-import { errorLine, isConflict, isNotFound, statusOf } from '../shell/kube-client.ts';
+import { errorLine, isConflict, isNotFound, statusOf } from '../../api/kube-errors.ts';
 import { buildWebhookConfiguration, sameWebhookConfiguration, type WebhookConfigurationOptions } from './webhook-configuration.ts';
 
 export type RegistrationResult = 'created' | 'updated' | 'unchanged';

@@ -7,7 +7,7 @@ import type {
   V1MutatingWebhookConfiguration,
   AdmissionregistrationV1WebhookClientConfig as WebhookClientConfig,
 } from '@kubernetes/client-node';
-import { INJECT_LABEL, type LabelSelector } from '../core/types.ts';
+import { INJECT_LABEL, type LabelSelector } from '../../api/types.ts';
 
 export const WEBHOOK_CONFIGURATION_NAME = 'knative-prestart';
 export const REVISIONS_WEBHOOK = 'revisions.prestart.dev';

@@ -1,5 +1,5 @@
 // Short human readings of answers and replies, shared by the checks' messages.
-import { bodyExcerpt, carriesCloudEvent } from '../../emitter/http-response.ts';
+import { bodyExcerpt, carriesCloudEvent } from '../../schemas/http-binding.ts';
 import type { Answer } from './post.ts';
 import type { ReceivedReply } from './reply-sink.ts';
 

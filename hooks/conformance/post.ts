@@ -1,6 +1,7 @@
 // One delivery to the hook under test, timed, with whatever came back.
-import { describeNetworkError, lowercaseHeaders } from '../../emitter/http.ts';
-import type { Message } from '../../emitter/transport.ts';
+
+import type { Message } from '../../schemas/event.ts';
+import { describeNetworkError, lowercaseHeaders } from '../../schemas/http-binding.ts';
 
 export interface Answer {
   probe: string;

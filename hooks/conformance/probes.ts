@@ -2,8 +2,8 @@
 // (conformance/<probe>-00001, fresh UID), so any reply, even one the gate would refuse, can be
 // traced back to the probe that caused it through its replyid or its subject.
 import { randomUUID } from 'node:crypto';
-import type { Message, OutgoingEvent } from '../../emitter/transport.ts';
-import { HOLD_LABEL, HOOKS_ANNOTATION } from '../../gate/core/types.ts';
+import { HOLD_LABEL, HOOKS_ANNOTATION } from '../../api/types.ts';
+import type { CloudEventRecord, Message } from '../../schemas/event.ts';
 import { buildRequested, gateSource, type KeyRing, toBinary } from '../../schemas/index.ts';
 import type { ReceivedReply } from './reply-sink.ts';
 
@@ -20,7 +20,7 @@ export interface ProbeContext {
   deadlineMs: number;
 }
 
-export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook): OutgoingEvent {
+export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook): CloudEventRecord {
   const name = `${probe}${REVISION_SUFFIX}`;
   return buildRequested({
     revision: {
@@ -44,7 +44,7 @@ export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook):
 }
 
 /** The cancel of `start`: same Revision, hook, attempt and correlationid, its own id. */
-export function cancelOf(ctx: ProbeContext, start: OutgoingEvent, reason: string): OutgoingEvent {
+export function cancelOf(ctx: ProbeContext, start: CloudEventRecord, reason: string): CloudEventRecord {
   const data = start.data as {
     revision: { namespace: string; name: string; uid: string };
     hook: { name: string; params: Record<string, unknown> };

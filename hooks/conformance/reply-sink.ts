@@ -4,8 +4,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
-import type { Reply } from '../../gate/core/types.ts';
+import type { Reply } from '../../api/types.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
+import { flattenHeaders } from '../../schemas/http-binding.ts';
 import {
   type ContractError,
   DEFAULT_MAX_REPLY_BYTES,
@@ -14,7 +15,6 @@ import {
   parseMessage,
   type ReceivedMessage,
 } from '../../schemas/index.ts';
-import { flattenHeaders } from '../../sinks/handle.ts';
 
 export interface ReceivedReply {
   /** Date.now() when it arrived. */
@@ -22,7 +22,7 @@ export interface ReceivedReply {
   /** Posted to the sink, or the body of a 200 answer. */
   via: 'sink' | 'answer';
   /** The CloudEvent, whenever it decoded as one (also when the gate would refuse it). */
-  event?: OutgoingEvent;
+  event?: CloudEventRecord;
   /** The verified reply, when the gate would take it. */
   reply?: Reply;
   /** Why the gate would refuse it. */

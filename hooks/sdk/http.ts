@@ -8,8 +8,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import pino, { type Logger } from 'pino';
-import type { BackoffPolicy } from '../../emitter/backoff.ts';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
+import type { BackoffPolicy } from '../../api/retry.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
 import { DEFAULT_MAX_REQUEST_BYTES, type ParsedRequest, parseRequested, toBinary } from '../../schemas/index.ts';
 import { defaultSource } from './outcome.ts';
 import { createHookRunner, type HookRunner, type Job } from './runner.ts';
@@ -67,10 +67,10 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
   const sends = new Set<Promise<void>>();
 
   const targetOf = (request: ParsedRequest): string | undefined => sink || request.data.replyTo || undefined;
-  const post = (target: string, event: OutgoingEvent) =>
+  const post = (target: string, event: CloudEventRecord) =>
     postEvent(target, event, { signal: stopping.signal, ...(opts.sendPolicy ? { policy: opts.sendPolicy } : {}) });
 
-  function deliver(request: ParsedRequest, final: OutgoingEvent): void {
+  function deliver(request: ParsedRequest, final: CloudEventRecord): void {
     const target = targetOf(request);
     const fields = { event: request.key, outcome: (final.data as { outcome?: string }).outcome, replyId: final.id };
     if (!target) {
@@ -183,7 +183,7 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
   };
 }
 
-function replyInBody(res: Response, final: OutgoingEvent): void {
+function replyInBody(res: Response, final: CloudEventRecord): void {
   const message = toBinary(final);
   res.status(200).set(message.headers).send(Buffer.from(message.body));
 }

@@ -18,7 +18,9 @@ import {
   StorageType,
 } from 'nats';
 import pino, { type Logger } from 'pino';
-import { type BackoffPolicy, nextRetryDelay } from '../../emitter/backoff.ts';
+import { type BackoffPolicy, nextRetryDelay } from '../../api/retry.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
+import { parseRequested } from '../../schemas/index.ts';
 import {
   fromNatsMessage,
   REPLIES_STREAM,
@@ -26,9 +28,7 @@ import {
   REQUESTS_STREAM,
   REQUESTS_SUBJECT_PREFIX,
   subjectFor,
-} from '../../emitter/nats-binding.ts';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
-import { parseRequested } from '../../schemas/index.ts';
+} from '../../schemas/nats-binding.ts';
 import { sendReply } from '../../sinks/nats.ts';
 import { defaultSource } from './outcome.ts';
 import { createHookRunner, type HookRunner } from './runner.ts';
@@ -85,7 +85,7 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
   let stopping = false;
   const inflight = new Set<Promise<void>>();
 
-  async function publish(event: OutgoingEvent): Promise<void> {
+  async function publish(event: CloudEventRecord): Promise<void> {
     const started = Date.now();
     for (let tries = 1; ; tries++) {
       try {
@@ -99,7 +99,7 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     }
   }
 
-  async function settleWith(m: JsMsg, final: OutgoingEvent): Promise<void> {
+  async function settleWith(m: JsMsg, final: CloudEventRecord): Promise<void> {
     try {
       await publish(final);
       m.ack();

@@ -2,7 +2,7 @@
 // handler bug must still end the attempt with a readable `failed`, never with silence or an
 // HTTP error that a Broker would retry.
 import { randomUUID } from 'node:crypto';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
 import { buildCompleted, type RequestHandle } from '../../schemas/index.ts';
 import type { Contribution } from './types.ts';
 
@@ -19,7 +19,7 @@ export function clip(message: string): string {
 }
 
 /** The final reply for whatever the handler produced; an outcome the schema refuses becomes `failed` saying why. */
-export function finalEvent(request: RequestHandle, produced: unknown, source: string): OutgoingEvent {
+export function finalEvent(request: RequestHandle, produced: unknown, source: string): CloudEventRecord {
   const id = randomUUID();
   const outcome = readOutcome(produced);
   if (outcome.ok) {
@@ -37,17 +37,17 @@ export function finalEvent(request: RequestHandle, produced: unknown, source: st
   return failedEvent(request, source, id, outcome.reason);
 }
 
-export function errorEvent(request: RequestHandle, error: unknown, source: string): OutgoingEvent {
+export function errorEvent(request: RequestHandle, error: unknown, source: string): CloudEventRecord {
   const text = error instanceof Error ? error.message : String(error);
   return failedEvent(request, source, randomUUID(), `the hook threw: ${text || 'an error without a message'}`);
 }
 
-export function progressEvent(request: RequestHandle, percent: number, message: string | undefined, source: string): OutgoingEvent {
+export function progressEvent(request: RequestHandle, percent: number, message: string | undefined, source: string): CloudEventRecord {
   const progress = Math.min(100, Math.max(0, Math.round(Number.isFinite(percent) ? percent : 0)));
   return buildCompleted({ request, source, outcome: 'progress', progress, ...(message === undefined ? {} : { message: clip(message) }) });
 }
 
-function failedEvent(request: RequestHandle, source: string, id: string, message: string): OutgoingEvent {
+function failedEvent(request: RequestHandle, source: string, id: string, message: string): CloudEventRecord {
   return buildCompleted({ request, source, id, outcome: 'failed', message: clip(message) });
 }
 

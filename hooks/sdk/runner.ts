@@ -3,7 +3,7 @@
 // repeat of a finished one gets the same final event back (same id: the gate sees a duplicate),
 // and a cancel aborts the run or, when it overtook its start, keeps that start from running.
 import type { Logger } from 'pino';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
 import type { ParsedRequest } from '../../schemas/index.ts';
 import { BoundedMap } from './lru.ts';
 import { errorEvent, finalEvent, progressEvent } from './outcome.ts';
@@ -11,18 +11,18 @@ import { attemptKey, toHookRequest } from './request.ts';
 import { CancelledError, DeadlineError, type HookContext, type HookHandler } from './types.ts';
 
 /** Sends one progress report; rejecting only costs that report. */
-export type ProgressSender = (event: OutgoingEvent) => Promise<void>;
+export type ProgressSender = (event: CloudEventRecord) => Promise<void>;
 
 export interface Job {
   /** source#id of the request. */
   key: string;
   /** The final completed event, or undefined when the run ended without one (cancelled, deadline passed, shutdown). */
-  done: Promise<OutgoingEvent | undefined>;
+  done: Promise<CloudEventRecord | undefined>;
 }
 
 export type Submission =
   | { type: 'started' | 'joined'; job: Job }
-  | { type: 'finished'; final: OutgoingEvent }
+  | { type: 'finished'; final: CloudEventRecord }
   | { type: 'skipped'; reason: string };
 
 export interface HookRunner {
@@ -55,7 +55,7 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
   const remember = opts.remember ?? 1000;
   const running = new Map<string, Running>();
   const runningByAttempt = new Map<string, string>();
-  const finished = new BoundedMap<string, OutgoingEvent>(remember);
+  const finished = new BoundedMap<string, CloudEventRecord>(remember);
   const cancelled = new BoundedMap<string, string>(remember);
   let closed = false;
 
@@ -82,7 +82,7 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
       logger: log,
       progress(percent, message) {
         if (!open || !sendProgress) return Promise.resolve();
-        let event: OutgoingEvent;
+        let event: CloudEventRecord;
         try {
           event = progressEvent(parsed, percent, message, opts.source);
         } catch (err) {
@@ -94,7 +94,7 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
         return reports;
       },
     };
-    const done = (async (): Promise<OutgoingEvent | undefined> => {
+    const done = (async (): Promise<CloudEventRecord | undefined> => {
       // Let the transport answer the delivery before the handler's synchronous part runs.
       await new Promise((resolve) => setImmediate(resolve));
       let produced: unknown;

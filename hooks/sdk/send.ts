@@ -2,10 +2,9 @@
 // later (network errors, 5xx, 408, 409, 429) with bounded exponential backoff. A 4xx is the
 // gate saying no for good (a stale attempt, a refused reply): retrying would only repeat it.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type BackoffPolicy, nextRetryDelay } from '../../emitter/backoff.ts';
-import { describeNetworkError } from '../../emitter/http.ts';
-import { bodyExcerpt, isRetriableStatus } from '../../emitter/http-response.ts';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
+import { type BackoffPolicy, nextRetryDelay } from '../../api/retry.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
+import { bodyExcerpt, describeNetworkError, isRetriableStatus } from '../../schemas/http-binding.ts';
 import { toBinary } from '../../schemas/index.ts';
 
 export const DEFAULT_SEND_POLICY: BackoffPolicy = { attempts: 6, baseDelayMs: 250, maxDelayMs: 10_000, maxElapsedMs: 60_000 };
@@ -29,7 +28,7 @@ export interface PostOptions {
   timeoutMs?: number;
 }
 
-export async function postEvent(url: string, event: OutgoingEvent, opts: PostOptions = {}): Promise<void> {
+export async function postEvent(url: string, event: CloudEventRecord, opts: PostOptions = {}): Promise<void> {
   const policy = opts.policy ?? DEFAULT_SEND_POLICY;
   const message = toBinary(event);
   const body = typeof message.body === 'string' ? message.body : new Uint8Array(message.body);

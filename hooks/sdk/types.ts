@@ -1,8 +1,8 @@
 // What a hook author works with: one typed request in, one outcome out. Everything about
 // CloudEvents, transports, dedupe and retries stays inside the SDK.
 import type { Logger } from 'pino';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
-import type { Contribution, ContributionKind } from '../../gate/core/types.ts';
+import type { Contribution, ContributionKind } from '../../api/types.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
 import type { RequestedRevision } from '../../schemas/validate.ts';
 
 export type { Contribution, ContributionKind };
@@ -23,7 +23,7 @@ export interface HookRequest {
   /** Contribution kinds the gate keeps; others are dropped with a note. */
   allowedContributions: ContributionKind[];
   /** The CloudEvent as received (source, id, traceparent, extensions). */
-  event: OutgoingEvent;
+  event: CloudEventRecord;
 }
 
 export interface HookContext {

@@ -1,11 +1,11 @@
 // The simulation as the terminal shows it: the exchange, the replies, then the gate's decision.
-import type { OutgoingEvent } from '../../emitter/transport.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
 import type { Answer } from '../conformance/post.ts';
 import { describeReplyLive } from './live.ts';
 import type { SimulationResult } from './simulate.ts';
 import type { Verdict } from './verdict.ts';
 
-export function formatExchange(url: string, request: OutgoingEvent, answer: Answer): string {
+export function formatExchange(url: string, request: CloudEventRecord, answer: Answer): string {
   const data = request.data as { revision: { namespace: string; name: string }; hook: { name: string; params: unknown } };
   const got =
     answer.status === undefined

@@ -4,15 +4,14 @@ import { randomUUID } from 'node:crypto';
 import {
   CANCEL_FINALIZER,
   type ContributionKind,
-  decide,
   HOLD_LABEL,
   HOOKS_ANNOTATION,
   type HookSnapshot,
-  type Observed,
   type PrestartHook,
   type PrestartRunView,
   type RevisionView,
-} from '../../gate/core/index.ts';
+} from '../../api/types.ts';
+import { decide, type Observed } from '../../gate/core/index.ts';
 
 export const DEMO_NAMESPACE = 'demo';
 export const DEMO_REVISION = 'demo-00001';

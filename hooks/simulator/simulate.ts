@@ -2,9 +2,11 @@
 // reply (in the answer, or posted to a local sink later) and says what the gate would decide.
 // The HTTP answer is read with the gate's own rules (classifyHookResponse), so a hook the gate
 // would fail fails here the same way.
-import { bodyExcerpt, classifyHookResponse } from '../../emitter/http-response.ts';
-import type { OutgoingEvent } from '../../emitter/transport.ts';
-import type { ContributionKind, Reply } from '../../gate/core/index.ts';
+
+import type { ContributionKind, Reply } from '../../api/types.ts';
+import { classifyHookResponse } from '../../emitter/http-response.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
+import { bodyExcerpt } from '../../schemas/http-binding.ts';
 import { buildRequested, gateSource, KeyRing, toBinary } from '../../schemas/index.ts';
 import { isFinal } from '../conformance/describe.ts';
 import { type Answer, deliver } from '../conformance/post.ts';
@@ -21,14 +23,14 @@ export interface SimulateOptions {
   /** How long to wait for a final reply. Default 60 s. */
   timeoutMs?: number;
   /** Called once the hook answered the request. */
-  onAnswer?: (request: OutgoingEvent, answer: Answer) => void;
+  onAnswer?: (request: CloudEventRecord, answer: Answer) => void;
   /** Called as each reply arrives (progress reports included). */
   onReply?: (reply: ReceivedReply) => void;
 }
 
 export interface SimulationResult {
   url: string;
-  request: OutgoingEvent;
+  request: CloudEventRecord;
   answer: Answer;
   /** Every reply, in the order received; refused ones carry `error`. */
   replies: ReceivedReply[];

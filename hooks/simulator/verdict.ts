@@ -1,17 +1,8 @@
 // What the gate would make of the replies: each one goes through applyReply, then decide() says
 // whether the Revision is released, and podPatch() shows what its pods would get injected.
-import {
-  applyReply,
-  type Contribution,
-  decide,
-  type HookPhase,
-  type JsonPatchOp,
-  type PodView,
-  type PrestartRunView,
-  podPatch,
-  type Reply,
-  type RunPhase,
-} from '../../gate/core/index.ts';
+
+import type { Contribution, HookPhase, PrestartRunView, Reply, RunPhase } from '../../api/types.ts';
+import { applyReply, decide, type JsonPatchOp, type PodView, podPatch } from '../../gate/core/index.ts';
 import type { Scenario } from './scenario.ts';
 
 export const BINDING_ROOT = '/bindings';

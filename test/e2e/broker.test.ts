@@ -1,31 +1,38 @@
-// End to end through Knative Eventing's real Broker (test/cluster/knative-eventing.ts): the gate
+// End to end through Knative Eventing's real Broker (devcluster/knative-eventing.ts): the gate
 // sends a Knative-created Revision's request to the Broker's ingress, the Trigger the gate itself
 // created delivers it to a hook written with the SDK, the hook answers 202, reports progress and
 // its outcome to K_SINK (the Broker), and the gate's reply Trigger brings them back to the gate's
 // sink. Real here: Knative Serving's and Eventing's controllers, the MT broker ingress and filter,
 // the InMemoryChannel dispatcher, Kubernetes' controllers, the gate. Stand-ins: cluster DNS (the
-// service proxy, test/cluster/service-proxy.ts) and, as in serving.test.ts, no networking layer.
+// service proxy, devcluster/service-proxy.ts) and, as in serving.test.ts, no networking layer.
 import type { V1Deployment } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import { CancelledError, envContribution, type HookServer, serveHook, succeed, volumeContribution } from '../../hooks/index.ts';
-import { createHook, deleteHook, type GateEnv, gateEnv, hookSpec, waitForRun } from '../cluster/gate-harness.ts';
-import { type KnativeEventing, startKnativeEventing } from '../cluster/knative-eventing.ts';
-import { type KnativeServing, startKnativeServing } from '../cluster/knative-serving.ts';
-import { kubeRequest } from '../cluster/kube-request.ts';
-import { freePorts } from '../cluster/ports.ts';
-import { waitFor } from '../cluster/wait.ts';
+import {
+  createHook,
+  deleteHook,
+  type GateEnv,
+  gateEnv,
+  hookSpec,
+  isHeld,
+  waitForRun,
+  waitUntilStamped,
+} from '../../devcluster/gate/harness.ts';
 import {
   condition,
   firstSighting,
-  isHeld,
   Knative,
   type KnativeObject,
   readyPodOf,
   waitForRevision,
-  waitUntilStamped,
   watchCollection,
-} from './_serving.ts';
+} from '../../devcluster/knative-client.ts';
+import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
+import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
+import { kubeRequest } from '../../devcluster/kube-request.ts';
+import { freePorts } from '../../devcluster/ports.ts';
+import { waitFor } from '../../devcluster/wait.ts';
+import { CancelledError, envContribution, type HookServer, serveHook, succeed, volumeContribution } from '../../hooks/index.ts';
 
 const BINDING = 'serving-binding';
 const BROKER = 'default';

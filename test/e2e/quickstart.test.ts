@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../cluster/shared.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../devcluster/shared.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const TIMESTAMP = /^\d\d:\d\d:\d\d\.\d{3} /;

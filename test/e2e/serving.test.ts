@@ -1,4 +1,4 @@
-// End to end with Knative Serving's own controllers (test/cluster/knative-serving.ts): a
+// End to end with Knative Serving's own controllers (devcluster/knative-serving.ts): a
 // Knative Service whose template matches a hook gets a Revision from Knative itself; the gate
 // holds it before Knative's Deployment exists, Knative reports it as deploying (not failed) with
 // the hold policy's message, and the reply of the example binding hook
@@ -9,9 +9,6 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import { provisionDatabase } from '../../examples/typescript-binding-hook/index.ts';
-import { kubernetesSecrets } from '../../examples/typescript-binding-hook/secrets.ts';
-import { type HookRequest, type HookServer, serveHook } from '../../hooks/index.ts';
 import {
   annotateRun,
   createHook,
@@ -19,18 +16,17 @@ import {
   type GateEnv,
   gateEnv,
   hookSpec,
+  isHeld,
   startHookServer,
   waitForRun,
-} from '../cluster/gate-harness.ts';
-import { type KnativeServing, startKnativeServing } from '../cluster/knative-serving.ts';
-import { waitFor } from '../cluster/wait.ts';
-import { syncReply } from '../integration/gate/_replies.ts';
+  waitUntilStamped,
+} from '../../devcluster/gate/harness.ts';
+import { syncReply } from '../../devcluster/gate/replies.ts';
 import {
   type CoreEvent,
   condition,
   conditionsLine,
   firstSighting,
-  isHeld,
   Knative,
   type KnativeObject,
   readyPodOf,
@@ -38,9 +34,13 @@ import {
   type Sighting,
   startIngressStandIn,
   waitForRevision,
-  waitUntilStamped,
   watchCollection,
-} from './_serving.ts';
+} from '../../devcluster/knative-client.ts';
+import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
+import { waitFor } from '../../devcluster/wait.ts';
+import { provisionDatabase } from '../../examples/typescript-binding-hook/index.ts';
+import { kubernetesSecrets } from '../../examples/typescript-binding-hook/secrets.ts';
+import { type HookRequest, type HookServer, serveHook } from '../../hooks/index.ts';
 
 let env: GateEnv;
 let serving: KnativeServing;

@@ -6,9 +6,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { startCluster } from '../cluster/control-plane.ts';
-import { ClusterStartError } from '../cluster/errors.ts';
-import { PID_STATE_FILE, type PidState } from '../cluster/leftovers.ts';
+import { startCluster } from '../../devcluster/control-plane.ts';
+import { ClusterStartError } from '../../devcluster/errors.ts';
+import { PID_STATE_FILE, type PidState } from '../../devcluster/leftovers.ts';
 
 function lastLine(err: Error): string {
   return err.message.trimEnd().split('\n').pop() ?? '';

@@ -15,11 +15,11 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import { applyManifests } from '../cluster/apply.ts';
-import type { Cluster } from '../cluster/control-plane.ts';
-import { startHttpsServer } from '../cluster/https-server.ts';
-import { sharedCluster } from '../cluster/shared.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { applyManifests } from '../../devcluster/apply.ts';
+import type { Cluster } from '../../devcluster/control-plane.ts';
+import { startHttpsServer } from '../../devcluster/https-server.ts';
+import { sharedCluster } from '../../devcluster/shared.ts';
+import { waitFor } from '../../devcluster/wait.ts';
 
 const suffix = randomBytes(3).toString('hex');
 const ns = `proof-${suffix}`;

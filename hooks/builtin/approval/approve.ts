@@ -2,7 +2,7 @@
 // kubeconfig. The username is the one the apiserver authenticates (SelfSubjectReview), not a
 // name the kubeconfig claims, and the approval policy refuses any other.
 import { AuthenticationV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { REVISIONS, RUNS, type RunObject } from '../../../gate/shell/resources.ts';
+import { REVISIONS, RUNS, type RunObject } from '../../../api/resources.ts';
 import { errorLine, statusOf } from '../common/kube.ts';
 import { APPROVAL_ANNOTATION, APPROVAL_BY_ANNOTATION, APPROVAL_REASON_ANNOTATION, type ApprovalVerdict } from './decision.ts';
 

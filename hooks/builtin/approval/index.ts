@@ -2,7 +2,7 @@
 // (released) or rejects it (held, with who and why). See decision.ts for how a decision is
 // recorded, and config/610-approval-policy.yaml for who may make one.
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { REVISIONS } from '../../../gate/shell/resources.ts';
+import { REVISIONS } from '../../../api/resources.ts';
 import type { HookServer } from '../../sdk/http.ts';
 import { fail, type HookHandler, succeed } from '../../sdk/types.ts';
 import { giveUpAt, humanDuration } from '../common/deadline.ts';

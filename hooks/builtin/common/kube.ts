@@ -1,7 +1,7 @@
 // Kubernetes plumbing shared by the built-in hooks: where the identity comes from, and which
 // API errors are worth another try.
 import { ApiException, KubeConfig } from '@kubernetes/client-node';
-import { errorLine, statusOf } from '../../../gate/shell/kube-client.ts';
+import { errorLine, statusOf } from '../../../api/kube-errors.ts';
 
 export { errorLine, statusOf };
 

@@ -3,8 +3,8 @@
 // cluster, and takes its params from the PrestartRun the gate wrote, never from the request:
 // otherwise a forged request could choose the image a Job runs, or the Secret it binds.
 import type { CustomObjectsApi, KubernetesObject, V1Container } from '@kubernetes/client-node';
-import { HOLD_LABEL, type HookSnapshot } from '../../../gate/core/types.ts';
-import { REVISIONS, RUNS, type RunObject } from '../../../gate/shell/resources.ts';
+import { REVISIONS, RUNS, type RunObject } from '../../../api/resources.ts';
+import { HOLD_LABEL, type HookSnapshot } from '../../../api/types.ts';
 import type { HookRequest } from '../../sdk/types.ts';
 import { errorLine, statusOf } from './kube.ts';
 import { withRetries } from './poll.ts';

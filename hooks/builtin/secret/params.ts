@@ -1,5 +1,5 @@
 // The secret hook's params, checked before it starts waiting.
-import type { ContributionKind } from '../../../gate/core/types.ts';
+import type { ContributionKind } from '../../../api/types.ts';
 import { ParamReader } from '../common/params.ts';
 
 const KINDS = ['env', 'envFrom', 'volume'] as const;

@@ -1,19 +1,28 @@
-// Shared by the built-in hook tests: a gate of their own (test/cluster/gate-harness.ts), the
+// Shared by the built-in hook tests: a gate of their own (devcluster/gate/harness.ts), the
 // hooks' RBAC and approval policy as installed, each hook served in this process on 127.0.0.1
 // as its own ServiceAccount identity, and PrestartHooks delivering to it.
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ExecutionContext } from 'ava';
 import pino from 'pino';
-import type { ContributionKind } from '../../../gate/core/types.ts';
-import type { RunObject } from '../../../gate/shell/resources.ts';
+import type { RunObject } from '../../../api/resources.ts';
+import type { ContributionKind } from '../../../api/types.ts';
+import { applyManifests } from '../../../devcluster/apply.ts';
+import type { Cluster } from '../../../devcluster/control-plane.ts';
+import {
+  createHook,
+  deleteHook,
+  type GateEnv,
+  gateEnv,
+  getRevision,
+  hookSpec,
+  isHeld,
+  waitUntilStamped,
+} from '../../../devcluster/gate/harness.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import type { BuiltinKind, ServeBuiltinOptions } from '../../../hooks/builtin/common/serve.ts';
 import { serveApprovalHook, serveJobHook, serveSecretHook } from '../../../hooks/builtin/index.ts';
 import type { HookServer } from '../../../hooks/sdk/http.ts';
-import { applyManifests } from '../../cluster/apply.ts';
-import type { Cluster } from '../../cluster/control-plane.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { createHook, deleteHook, type GateEnv, gateEnv, getRevision, hookSpec, isHeld, waitUntilStamped } from '../gate/_harness.ts';
 
 const configDir = fileURLToPath(new URL('../../../config/', import.meta.url));
 const SERVICE_ACCOUNT_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart'];

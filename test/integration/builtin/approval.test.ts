@@ -10,8 +10,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import { waitFor } from '../../cluster/wait.ts';
-import { createRevision, getRevision, isHeld, waitForRun } from '../gate/_harness.ts';
+import { createRevision, getRevision, isHeld, waitForRun } from '../../../devcluster/gate/harness.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { runCli } from '../hooks/_support.ts';
 import { addHook, type BuiltinEnv, builtinEnv, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
 

@@ -1,12 +1,12 @@
 // The job hook on the real control plane: a Job per Revision, run by the Job controller on a
 // kwok node (Job pods succeed; a pod labelled prestart.dev/test-fail=true fails, by the Stage in
-// test/cluster/kwok-test-stages.yaml), reported back through the real gate.
+// devcluster/kwok-test-stages.yaml), reported back through the real gate.
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import test from 'ava';
-import { statusOf } from '../../../gate/shell/kube-client.ts';
+import { statusOf } from '../../../api/kube-errors.ts';
+import { createDeploymentLikeKnative, createRevision, getRevision, isHeld, waitForRun } from '../../../devcluster/gate/harness.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { jobName } from '../../../hooks/builtin/index.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { createDeploymentLikeKnative, createRevision, getRevision, isHeld, waitForRun } from '../gate/_harness.ts';
 import { addHook, type BuiltinEnv, builtinEnv, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
 
 let env: BuiltinEnv;

@@ -3,8 +3,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { waitFor } from '../../cluster/wait.ts';
-import { createRevision, getRevision, isHeld, waitForRun } from '../gate/_harness.ts';
+import { createRevision, getRevision, isHeld, waitForRun } from '../../../devcluster/gate/harness.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { addHook, type BuiltinEnv, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -77,7 +77,7 @@ test('knative-prestart hook secret serves the hook from the command line', async
     [
       '--import',
       'tsx',
-      'gate/cli.ts',
+      'cli/main.ts',
       'hook',
       'secret',
       '--name',

@@ -5,11 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
+import type { Cluster } from '../../../devcluster/control-plane.ts';
+import { sharedCluster } from '../../../devcluster/shared.ts';
 import { provisionDatabase } from '../../../examples/typescript-binding-hook/index.ts';
 import { credentials, kubernetesSecrets } from '../../../examples/typescript-binding-hook/secrets.ts';
 import type { HookContext, HookRequest } from '../../../hooks/index.ts';
-import type { Cluster } from '../../cluster/control-plane.ts';
-import { sharedCluster } from '../../cluster/shared.ts';
 
 let cluster: Cluster;
 let core: CoreV1Api;

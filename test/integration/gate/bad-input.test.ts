@@ -3,10 +3,7 @@
 // invalid PrestartHooks (refused by the CRD schema and CEL at apply time).
 import { ApiException } from '@kubernetes/client-node';
 import test from 'ava';
-import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
-import type { RunObject } from '../../../gate/shell/resources.ts';
-import { buildCompleted, KeyRing, toBinary, toStructured } from '../../../schemas/index.ts';
-import { waitFor } from '../../cluster/wait.ts';
+import type { RunObject } from '../../../api/resources.ts';
 import {
   annotateRun,
   annotationMatch,
@@ -22,8 +19,11 @@ import {
   startHookServer,
   waitForRun,
   waitUntilStamped,
-} from './_harness.ts';
-import { asyncReply, completedFor } from './_replies.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { asyncReply, completedFor } from '../../../devcluster/gate/replies.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
+import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
+import { buildCompleted, KeyRing, toBinary, toStructured } from '../../../schemas/index.ts';
 
 let env: GateEnv;
 let keys: KeyRing;

@@ -2,9 +2,6 @@
 // released exactly when its hook succeeded. The gate runs as its own process (the CLI) and dies
 // by SIGKILL at a named crash point (KNATIVE_PRESTART_CRASH_AT, see gate/shell/crashpoints.ts).
 import test from 'ava';
-import { freePorts } from '../../cluster/ports.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { type GatePorts, type GateProcess, spawnGate } from './_gate-process.ts';
 import {
   annotationMatch,
   createHook,
@@ -19,8 +16,11 @@ import {
   type ReceivedRequest,
   startHookServer,
   waitForRun,
-} from './_harness.ts';
-import { asyncReply } from './_replies.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { type GatePorts, type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
+import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { freePorts } from '../../../devcluster/ports.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let ports: GatePorts;

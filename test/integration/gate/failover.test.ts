@@ -5,9 +5,6 @@
 // processes of their own.
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { freePorts } from '../../cluster/ports.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { type GateProcess, spawnGate } from './_gate-process.ts';
 import {
   annotationMatch,
   createHook,
@@ -21,8 +18,11 @@ import {
   isHeld,
   startHookServer,
   waitForRun,
-} from './_harness.ts';
-import { asyncReply } from './_replies.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
+import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { freePorts } from '../../../devcluster/ports.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let hook: HookServer;

@@ -2,7 +2,6 @@
 // Deployment exists, its hook runs, the reply releases it, and its pods get the binding.
 import { ApiException, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { waitFor } from '../../cluster/wait.ts';
 import {
   createDeploymentLikeKnative,
   createHook,
@@ -17,8 +16,9 @@ import {
   startHookServer,
   waitForRun,
   waitUntilStamped,
-} from './_harness.ts';
-import { asyncReply } from './_replies.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 const hooks: string[] = [];

@@ -1,6 +1,5 @@
 // Stages, failure policies, timeouts, the admin retry and cancellation, on the real control plane.
 import test from 'ava';
-import { waitFor } from '../../cluster/wait.ts';
 import {
   annotateRun,
   annotationMatch,
@@ -19,8 +18,9 @@ import {
   startHookServer,
   waitForRun,
   waitUntilStamped,
-} from './_harness.ts';
-import { asyncReply } from './_replies.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 const hookNames: string[] = [];

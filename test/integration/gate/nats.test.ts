@@ -3,11 +3,6 @@
 // stream, the Revision is released; a gate killed between storing a reply and acking it loses
 // nothing because JetStream redelivers the unacked reply to the restarted gate.
 import test from 'ava';
-import { type NatsHookService, serveHookNats, succeed } from '../../../hooks/index.ts';
-import { type NatsServer, startNatsServer } from '../../cluster/nats.ts';
-import { freePorts } from '../../cluster/ports.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { type GateProcess, spawnGate } from './_gate-process.ts';
 import {
   annotationMatch,
   createHook,
@@ -20,7 +15,12 @@ import {
   isHeld,
   waitForRun,
   waitUntilStamped,
-} from './_harness.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
+import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
+import { freePorts } from '../../../devcluster/ports.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
+import { type NatsHookService, serveHookNats, succeed } from '../../../hooks/index.ts';
 
 // Gates share the durable reply consumer (replicas split the work), so each scenario stops its
 // gates before the next starts (t.teardown runs in reverse order when the test ends).

@@ -9,7 +9,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import { waitFor } from '../../cluster/wait.ts';
 import {
   annotationMatch,
   createHook,
@@ -22,7 +21,8 @@ import {
   isHeld,
   startHookServer,
   waitUntilStamped,
-} from './_harness.ts';
+} from '../../../devcluster/gate/harness.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let tenant: KubeConfig;

@@ -4,8 +4,8 @@
 // and changes nothing.
 import { AdmissionregistrationV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
+import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/harness.ts';
 import { ensureWebhookConfiguration } from '../../../gate/webhooks/registration.ts';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../cluster/gate-harness.ts';
 
 const CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 let gate: KubeConfig;

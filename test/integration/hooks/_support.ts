@@ -5,7 +5,7 @@ import pino, { type Logger } from 'pino';
 import { type CliIo, registerHookCommands } from '../../../hooks/cli.ts';
 import { type ReplySink, startReplySink } from '../../../hooks/conformance/reply-sink.ts';
 import { type HookServer, type ServeHookOptions, serveHook } from '../../../hooks/sdk/index.ts';
-import { keys } from '../../unit/hooks/_requests.ts';
+import { keys } from '../../support/requests.ts';
 
 export const silent = pino({ level: 'silent' });
 

@@ -3,8 +3,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { succeed } from '../../../hooks/sdk/index.ts';
-import { waitFor } from '../../cluster/wait.ts';
 import { start as nonCloudEventBody } from '../../fixtures/broken-hooks/non-cloudevent-body.ts';
 import { hookFor, runCli } from './_support.ts';
 
@@ -88,7 +88,7 @@ test('the commands of docs/hooks.md: the example hook, then the checker against 
     what: 'the example hook to listen',
     timeoutMs: 60_000,
   });
-  const checker = spawnNode(['gate/cli.ts', 'conformance', url, '--hook', 'provision-db']);
+  const checker = spawnNode(['cli/main.ts', 'conformance', url, '--hook', 'provision-db']);
   const code = await new Promise<number | null>((resolve) => checker.on('exit', resolve));
   t.is(code, 0, checker.output());
   t.regex(checker.output(), /^PASSED: 8 rules/m);

@@ -1,11 +1,11 @@
 // The checker against real hook services: the TypeScript example and an SDK hook in sync mode
 // pass; each deliberately broken hook fails, on its rule, with a message that says what to fix.
 import test from 'ava';
+import { freePorts } from '../../../devcluster/ports.ts';
 import { start as startExample } from '../../../examples/typescript-binding-hook/index.ts';
 import { failuresOf, runConformance } from '../../../hooks/conformance/index.ts';
 import { RULE_IDS } from '../../../hooks/conformance/rules.ts';
 import { fail, succeed } from '../../../hooks/sdk/index.ts';
-import { freePorts } from '../../cluster/ports.ts';
 import { start as nonCloudEventBody } from '../../fixtures/broken-hooks/non-cloudevent-body.ts';
 import { start as nonIdempotent } from '../../fixtures/broken-hooks/non-idempotent.ts';
 import { start as wrongReplyId } from '../../fixtures/broken-hooks/wrong-replyid.ts';

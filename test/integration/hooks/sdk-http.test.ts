@@ -1,11 +1,11 @@
 // serveHook() against real HTTP: the gate's requests in, replies out to a sink that verifies them.
 import test from 'ava';
 import express from 'express';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { isFinal } from '../../../hooks/conformance/describe.ts';
 import { CancelledError, serveHook, succeed, volumeContribution } from '../../../hooks/sdk/index.ts';
 import { toBinary, toStructured } from '../../../schemas/index.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { cancelEvent, startEvent } from '../../unit/hooks/_requests.ts';
+import { cancelEvent, startEvent } from '../../support/requests.ts';
 import { listen } from '../transports/_server.ts';
 import { gateSink, hookFor, post, recordingLogger, silent } from './_support.ts';
 

@@ -2,15 +2,15 @@
 // sink receives, and the hook's durable consumer sits in between.
 import test, { type ExecutionContext } from 'ava';
 import { connect, type NatsConnection } from 'nats';
+import type { Reply } from '../../../api/types.ts';
+import { startNatsServer } from '../../../devcluster/nats.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
-import { REPLIES_STREAM, REQUESTS_STREAM, toNatsHeaders } from '../../../emitter/nats-binding.ts';
-import type { Reply } from '../../../gate/core/types.ts';
 import { type HookHandler, type NatsHookService, serveHookNats, succeed } from '../../../hooks/sdk/index.ts';
 import { toBinary } from '../../../schemas/index.ts';
+import { REPLIES_STREAM, REQUESTS_STREAM, toNatsHeaders } from '../../../schemas/nats-binding.ts';
 import { createNatsSink } from '../../../sinks/nats.ts';
-import { startNatsServer } from '../../cluster/nats.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { cancelEvent, keys, startEvent } from '../../unit/hooks/_requests.ts';
+import { cancelEvent, keys, startEvent } from '../../support/requests.ts';
 import { silent } from './_support.ts';
 
 interface Setup {

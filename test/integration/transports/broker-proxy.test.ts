@@ -3,13 +3,13 @@
 // resolve here) from outside the cluster network or behind an egress proxy.
 import test from 'ava';
 import pino from 'pino';
+import type { HookDelivery } from '../../../api/types.ts';
+import { freePorts } from '../../../devcluster/ports.ts';
+import { type ServiceProxy, startServiceProxy, type Upstream } from '../../../devcluster/service-proxy.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { type BackgroundResult, type BrokerTransportOptions, createBrokerTransport } from '../../../emitter/broker.ts';
 import { TransportError } from '../../../emitter/transport.ts';
-import type { HookDelivery } from '../../../gate/core/types.ts';
-import { freePorts } from '../../cluster/ports.ts';
-import { type ServiceProxy, startServiceProxy, type Upstream } from '../../cluster/service-proxy.ts';
-import { waitFor } from '../../cluster/wait.ts';
-import { requestEvent } from './_events.ts';
+import { requestEvent } from '../../support/events.ts';
 import { type FakeIngress, startFakeIngress } from './_ingress.ts';
 import { deferred } from './_server.ts';
 
@@ -22,7 +22,7 @@ let proxy: ServiceProxy;
 let deadEndProxy: ServiceProxy;
 const silent = pino({ level: 'silent' });
 
-/** The suite's cluster-DNS stand-in (test/cluster/service-proxy.ts), routing every name to `upstream`. */
+/** The suite's cluster-DNS stand-in (devcluster/service-proxy.ts), routing every name to `upstream`. */
 const proxyTo = (upstream: Upstream) => startServiceProxy({ route: () => upstream });
 
 test.before(async () => {

@@ -3,11 +3,11 @@
 // and a busy ingress that must not hold the gate.
 import test from 'ava';
 import pino from 'pino';
+import type { HookDelivery } from '../../../api/types.ts';
+import { freePorts } from '../../../devcluster/ports.ts';
 import { type BackgroundResult, createBrokerTransport } from '../../../emitter/broker.ts';
 import { type Transport, TransportError } from '../../../emitter/transport.ts';
-import type { HookDelivery } from '../../../gate/core/types.ts';
-import { freePorts } from '../../cluster/ports.ts';
-import { requestEvent } from './_events.ts';
+import { requestEvent } from '../../support/events.ts';
 import { type FakeIngress, startFakeIngress } from './_ingress.ts';
 import { deferred } from './_server.ts';
 

@@ -4,13 +4,13 @@ import test from 'ava';
 import express from 'express';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { Message } from '../../../emitter/transport.ts';
-import type { Reply } from '../../../gate/core/types.ts';
+import type { Reply } from '../../../api/types.ts';
+import type { Message } from '../../../schemas/event.ts';
 import { toBinary, toStructured } from '../../../schemas/index.ts';
 import { createSinkRouter } from '../../../sinks/http.ts';
 import { createSinkMetrics } from '../../../sinks/metrics.ts';
 import type { ReplyDisposition } from '../../../sinks/types.ts';
-import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from './_events.ts';
+import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from '../../support/events.ts';
 import { type Listening, listen } from './_server.ts';
 
 const servers: Listening[] = [];

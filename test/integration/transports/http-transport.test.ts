@@ -1,11 +1,12 @@
 // The direct HTTP transport against a real express server on 127.0.0.1 playing each kind of hook.
 import test from 'ava';
 import express from 'express';
+import { freePorts } from '../../../devcluster/ports.ts';
 import { createHttpTransport } from '../../../emitter/http.ts';
-import { type Message, TransportError } from '../../../emitter/transport.ts';
+import { TransportError } from '../../../emitter/transport.ts';
+import type { Message } from '../../../schemas/event.ts';
 import { parseCompleted, toBinary, toStructured } from '../../../schemas/index.ts';
-import { freePorts } from '../../cluster/ports.ts';
-import { completedEvent, keys, requestEvent } from './_events.ts';
+import { completedEvent, keys, requestEvent } from '../../support/events.ts';
 import { deferred, type Listening, listen } from './_server.ts';
 
 const received: { path: string; headers: Record<string, string | string[] | undefined>; body: string }[] = [];

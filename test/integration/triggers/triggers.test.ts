@@ -19,15 +19,15 @@ import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, s
 import test from 'ava';
 import yaml from 'js-yaml';
 import pino from 'pino';
-import type { HookDelivery, PrestartHookSpec } from '../../../gate/core/types.ts';
+import type { HookDelivery, PrestartHookSpec } from '../../../api/types.ts';
+import { applyManifests } from '../../../devcluster/apply.ts';
+import type { Cluster } from '../../../devcluster/control-plane.ts';
+import { knativeEventingCrdFiles } from '../../../devcluster/knative.ts';
+import { sharedCluster } from '../../../devcluster/shared.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { APPLIED_HASH_ANNOTATION } from '../../../triggers/compare.ts';
 import type { Destination, TriggerObject } from '../../../triggers/desired.ts';
 import { type ReconcileResult, startTriggerReconciler, TriggerReconciler } from '../../../triggers/reconciler.ts';
-import { applyManifests } from '../../cluster/apply.ts';
-import type { Cluster } from '../../cluster/control-plane.ts';
-import { knativeEventingCrdFiles } from '../../cluster/knative.ts';
-import { sharedCluster } from '../../cluster/shared.ts';
-import { waitFor } from '../../cluster/wait.ts';
 
 const GATE_USER = 'system:serviceaccount:knative-prestart:knative-prestart-gate';
 const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
@@ -403,7 +403,7 @@ test.serial('`knative-prestart triggers --from-cluster` prints the Triggers the 
       [
         '--import',
         'tsx',
-        'gate/cli.ts',
+        'cli/main.ts',
         'triggers',
         '--from-cluster',
         '--kubeconfig',

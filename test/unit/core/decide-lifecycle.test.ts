@@ -1,6 +1,6 @@
 import test from 'ava';
+import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../api/types.ts';
 import { decide, FOREIGN_RUN_REQUEUE_MS } from '../../../gate/core/decide.ts';
-import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../gate/core/types.ts';
 import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, revision, step, types } from './_builders.ts';
 
 test('an unheld Revision without a run is never touched', (t) => {

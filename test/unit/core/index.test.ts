@@ -1,8 +1,8 @@
 import test from 'ava';
+import { HOLD_LABEL } from '../../../api/types.ts';
 import {
   applyReply,
   decide,
-  HOLD_LABEL,
   hooksFor,
   labelSelectorMatches,
   parseDurationSeconds,

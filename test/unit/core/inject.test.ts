@@ -1,7 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
+import type { Contribution } from '../../../api/types.ts';
 import { type PodView, podPatch } from '../../../gate/core/inject.ts';
-import type { Contribution } from '../../../gate/core/types.ts';
 import { applyPatch } from './_jsonpatch.ts';
 
 function pod(): PodView {

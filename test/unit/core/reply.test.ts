@@ -1,7 +1,8 @@
 import test from 'ava';
+import type { PrestartRunStatus, PrestartRunView } from '../../../api/types.ts';
+import type { ReplyResult } from '../../../gate/core/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
 import { applyReply } from '../../../gate/core/reply.ts';
-import type { PrestartRunStatus, PrestartRunView, ReplyResult } from '../../../gate/core/types.ts';
 import { apply, at, heldRevision, hook, observed, reply } from './_builders.ts';
 
 /** A run with db (and cache) Requested at attempt 1. */

@@ -1,13 +1,6 @@
 import test from 'ava';
+import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION, type RevisionView } from '../../../api/types.ts';
 import { parseHookNames, stampRevision } from '../../../gate/core/stamp.ts';
-import {
-  CANCEL_FINALIZER,
-  HOLD_LABEL,
-  HOOKS_ANNOTATION,
-  INJECT_LABEL,
-  REASON_ANNOTATION,
-  type RevisionView,
-} from '../../../gate/core/types.ts';
 import { hook, revision } from './_builders.ts';
 import { applyPatch } from './_jsonpatch.ts';
 

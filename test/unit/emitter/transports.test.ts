@@ -1,7 +1,7 @@
 // Choosing a transport per hook, and what a hook asking for a missing one sees.
 import test from 'ava';
 import { createTransports, TransportError } from '../../../emitter/index.ts';
-import { requestEvent } from '../../integration/transports/_events.ts';
+import { requestEvent } from '../../support/events.ts';
 
 test('direct HTTP is on by default; Broker and NATS only when configured', async (t) => {
   const transports = createTransports();

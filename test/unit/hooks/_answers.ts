@@ -1,11 +1,11 @@
 // Answers and replies as the checker records them, for judging without a hook.
 
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
-import type { Contribution } from '../../../gate/core/types.ts';
+import type { Contribution } from '../../../api/types.ts';
 import type { Answer } from '../../../hooks/conformance/post.ts';
 import { type ReceivedReply, readReply } from '../../../hooks/conformance/reply-sink.ts';
+import type { CloudEventRecord } from '../../../schemas/event.ts';
 import { buildCompleted, toBinary } from '../../../schemas/index.ts';
-import { keys } from './_requests.ts';
+import { keys } from '../../support/requests.ts';
 
 export function answer(status: number | undefined, over: Partial<Answer> = {}): Answer {
   return {
@@ -25,7 +25,7 @@ export function jsonAnswer(status: number, body: unknown, over: Partial<Answer> 
 }
 
 export function reply(
-  request: OutgoingEvent,
+  request: CloudEventRecord,
   outcome: 'succeeded' | 'failed' | 'progress',
   opts: {
     id?: string;

@@ -9,8 +9,8 @@ import {
   checkReplyIds,
   checkSpeed,
 } from '../../../hooks/conformance/checks.ts';
+import { startEvent } from '../../support/requests.ts';
 import { answer, jsonAnswer, reply } from './_answers.ts';
-import { startEvent } from './_requests.ts';
 
 const request = startEvent();
 

@@ -2,7 +2,7 @@ import test from 'ava';
 import { errorEvent, finalEvent, MAX_MESSAGE, progressEvent } from '../../../hooks/sdk/outcome.ts';
 import { fail, succeed } from '../../../hooks/sdk/types.ts';
 import { checkCompletedData } from '../../../schemas/index.ts';
-import { parsed, startEvent } from './_requests.ts';
+import { parsed, startEvent } from '../../support/requests.ts';
 
 const request = parsed(startEvent());
 const source = '/prestart-hooks/db';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { attemptKey, toHookRequest } from '../../../hooks/sdk/request.ts';
 import { parseRequested } from '../../../schemas/index.ts';
-import { cancelEvent, parsed, startEvent } from './_requests.ts';
+import { cancelEvent, parsed, startEvent } from '../../support/requests.ts';
 
 test('the protocol vector start-binary reads as a typed request', (t) => {
   const vector = JSON.parse(readFileSync(new URL('../../../schemas/vectors/requested/valid/start-binary.json', import.meta.url), 'utf8'));

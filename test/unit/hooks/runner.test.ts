@@ -1,10 +1,10 @@
 // The runner's dedupe, cancel and deadline rules, driven with handlers the test controls.
 import test from 'ava';
 import pino from 'pino';
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
 import { createHookRunner, type Submission } from '../../../hooks/sdk/runner.ts';
 import { CancelledError, DeadlineError, type HookContext, type HookHandler, type HookOutcome, succeed } from '../../../hooks/sdk/types.ts';
-import { cancelEvent, parsed, startEvent } from './_requests.ts';
+import type { CloudEventRecord } from '../../../schemas/event.ts';
+import { cancelEvent, parsed, startEvent } from '../../support/requests.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -107,7 +107,7 @@ test('a handler that throws gets a failed final event, remembered like any other
 });
 
 test('progress reports go out in order and before the final event; late ones are dropped', async (t) => {
-  const sent: OutgoingEvent[] = [];
+  const sent: CloudEventRecord[] = [];
   let lateProgress: HookContext['progress'] = async () => {};
   const runner = createHookRunner({
     handler: async (_req, ctx) => {
@@ -119,7 +119,7 @@ test('progress reports go out in order and before the final event; late ones are
     source: '/t',
     logger: silent,
   });
-  const slowSender = async (e: OutgoingEvent) => {
+  const slowSender = async (e: CloudEventRecord) => {
     await new Promise((resolve) => setTimeout(resolve, (e.data as { progress: number }).progress === 10 ? 50 : 0));
     sent.push(e);
   };

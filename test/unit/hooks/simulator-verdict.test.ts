@@ -1,6 +1,6 @@
 // What the gate's core decides from a hook's replies, for the simulator's made-up Revision.
 import test from 'ava';
-import type { Reply } from '../../../gate/core/types.ts';
+import type { Reply } from '../../../api/types.ts';
 import { buildScenario, DEMO_REVISION, type Scenario } from '../../../hooks/simulator/scenario.ts';
 import { describeContributions, judge } from '../../../hooks/simulator/verdict.ts';
 

@@ -1,11 +1,11 @@
 // The demo namespace's objects as the quickstart's watches see them, at the moments that matter:
 // the Revision held, the hook running, the release, the pod with its binding, the Service Ready.
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { RunObject } from '../../../api/resources.ts';
+import type { HookStatus } from '../../../api/types.ts';
+import type { CoreEvent, KnativeObject } from '../../../devcluster/knative-client.ts';
 import type { DemoTarget } from '../../../examples/quickstart/milestones.ts';
 import type { DemoObjects } from '../../../examples/quickstart/view.ts';
-import type { HookStatus } from '../../../gate/core/types.ts';
-import type { RunObject } from '../../../gate/shell/resources.ts';
-import type { CoreEvent, KnativeObject } from '../../e2e/_serving.ts';
 
 export const TARGET: DemoTarget = { namespace: 'demo', service: 'demo', revision: 'demo-00001' };
 

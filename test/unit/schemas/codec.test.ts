@@ -1,11 +1,11 @@
 import test from 'ava';
 import { CloudEvent, HTTP } from 'cloudevents';
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
-import { parseMessage, toBinary, toStructured } from '../../../schemas/contract.ts';
+import type { CloudEventRecord } from '../../../schemas/event.ts';
+import { parseMessage, toBinary, toStructured } from '../../../schemas/index.ts';
 
 const limit = { maxBytes: 64 * 1024 };
 
-const event: OutgoingEvent = {
+const event: CloudEventRecord = {
   specversion: '1.0',
   id: 'uid-1/db-migrate/1',
   source: '/apis/prestart.dev/v1alpha1/namespaces/shop/gate',
@@ -19,7 +19,7 @@ const event: OutgoingEvent = {
   data: { action: 'start', nested: { list: [1, 2, 3] } },
 };
 
-function parsed(message: Parameters<typeof parseMessage>[0]): OutgoingEvent {
+function parsed(message: Parameters<typeof parseMessage>[0]): CloudEventRecord {
   const result = parseMessage(message, limit);
   if (!result.ok) throw new Error(result.error.reason);
   return result.event;
@@ -152,7 +152,7 @@ test('the size bound counts bytes, not characters', (t) => {
 
 test('a missing id is refused even though the SDK would invent one', (t) => {
   const { id: _, ...withoutId } = event;
-  const message = toStructured(withoutId as OutgoingEvent);
+  const message = toStructured(withoutId as CloudEventRecord);
   t.truthy((HTTP.toEvent({ headers: message.headers, body: message.body }) as CloudEvent<unknown>).id);
   const result = parseMessage(message, limit);
   t.false(result.ok);

@@ -1,6 +1,6 @@
 import test from 'ava';
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
-import type { ContractError } from '../../../schemas/contract.ts';
+import type { CloudEventRecord } from '../../../schemas/event.ts';
+import type { ContractError } from '../../../schemas/index.ts';
 import {
   buildCompleted,
   buildRequested,
@@ -14,8 +14,8 @@ import {
   parseRequested,
   toBinary,
   toStructured,
-} from '../../../schemas/contract.ts';
-import { deadline, hook, keys, revision } from './_fixtures.ts';
+} from '../../../schemas/index.ts';
+import { deadline, hook, keys, revision } from '../../support/schema-fixtures.ts';
 
 const HOOK_SOURCE = '/apis/serving.knative.dev/v1/namespaces/shop/services/db-migrate-hook';
 const request = buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys });
@@ -27,7 +27,7 @@ const identity = {
   attempt: 1,
 };
 
-function refusal(event: OutgoingEvent, options: { maxBytes?: number; keys?: KeyRing } = {}): ContractError {
+function refusal(event: CloudEventRecord, options: { maxBytes?: number; keys?: KeyRing } = {}): ContractError {
   const result = parseCompleted(toBinary(event), { keys: options.keys ?? keys, maxBytes: options.maxBytes });
   if (result.ok) throw new Error('the reply was accepted');
   return result.error;

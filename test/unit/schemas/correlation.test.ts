@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import type { CorrelationRef } from '../../../schemas/contract.ts';
-import { KeyRing, MAX_CORRELATION_ID_LENGTH, requestId } from '../../../schemas/contract.ts';
+import type { CorrelationRef } from '../../../schemas/index.ts';
+import { KeyRing, MAX_CORRELATION_ID_LENGTH, requestId } from '../../../schemas/index.ts';
 
 const vectors = JSON.parse(readFileSync(new URL('../../../schemas/vectors/correlation.json', import.meta.url), 'utf8')) as {
   keys: { primary: string; previous: string; foreign: string };

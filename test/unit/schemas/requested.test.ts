@@ -9,8 +9,8 @@ import {
   REQUESTED_TYPE,
   toBinary,
   toStructured,
-} from '../../../schemas/contract.ts';
-import { deadline, hook, keys, revision } from './_fixtures.ts';
+} from '../../../schemas/index.ts';
+import { deadline, hook, keys, revision } from '../../support/schema-fixtures.ts';
 
 const start = () => buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys });
 

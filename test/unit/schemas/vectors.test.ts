@@ -2,8 +2,8 @@
 // would check them.
 import { readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
-import type { ContractErrorCode } from '../../../schemas/contract.ts';
-import { buildRequested, KeyRing, parseCompleted, parseRequested, toBinary } from '../../../schemas/contract.ts';
+import type { ContractErrorCode } from '../../../schemas/index.ts';
+import { buildRequested, KeyRing, parseCompleted, parseRequested, toBinary } from '../../../schemas/index.ts';
 
 interface Vector {
   description: string;

@@ -1,5 +1,5 @@
 // PrestartHooks for the Trigger tests.
-import type { HookDelivery } from '../../../gate/core/types.ts';
+import type { HookDelivery } from '../../../api/types.ts';
 import type { Destination, OwnedHook } from '../../../triggers/desired.ts';
 
 export function brokerHook(name: string, broker: { name: string; namespace: string; subscriber: Destination }, uid?: string): OwnedHook {

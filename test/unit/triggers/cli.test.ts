@@ -20,7 +20,7 @@ function cli(args: string[], stdin?: string): Promise<Run> {
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'gate/cli.ts', 'triggers', ...args],
+      ['--import', 'tsx', 'cli/main.ts', 'triggers', ...args],
       { cwd: root, env: { ...process.env, KUBECONFIG: '/nonexistent' }, timeout: 90_000 },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );

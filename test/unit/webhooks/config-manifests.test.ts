@@ -2,7 +2,7 @@
 // the gate's code. (What the apiserver makes of them is checked against a real one.)
 import { readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
-import { parseManifests } from '../../cluster/apply.ts';
+import { parseManifests } from '../../../devcluster/apply.ts';
 
 type Doc = ReturnType<typeof parseManifests>[number] & Record<string, unknown>;
 const dir = new URL('../../../config/', import.meta.url);

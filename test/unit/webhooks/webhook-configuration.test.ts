@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import test from 'ava';
+import { parseManifests } from '../../../devcluster/apply.ts';
 import {
   buildWebhookConfiguration,
   sameWebhookConfiguration,
   webhookNamespaceSelector,
 } from '../../../gate/webhooks/webhook-configuration.ts';
-import { parseManifests } from '../../cluster/apply.ts';
 
 const service = { name: 'knative-prestart-gate', namespace: 'knative-prestart', port: 443 };
 const systemNamespaces = ['kube-system', 'knative-serving', 'knative-eventing', 'knative-prestart'];

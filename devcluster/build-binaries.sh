@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries from Go modules at pinned versions and caches them
 # outside the repo, so a warm machine skips the build. Prints one clear line on failure.
 #
-#   test/cluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats]
+#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats]
 #
 # Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
 set -euo pipefail
@@ -129,7 +129,7 @@ build_knative_serving() {
   local out="$cache/bin/knative-serving-$version"
   local dir="$work/knative-serving-$version"
   build_go_main knative-serving knative.dev/serving "$version" knative.dev/serving/cmd/webhook webhook
-  # Knative's reconcilers under a main of ours (why: test/cluster/knative-serving/main.go).
+  # Knative's reconcilers under a main of ours (why: devcluster/knative-serving/main.go).
   build_own_main "$dir" "$out" serving-controllers "$here/knative-serving/main.go"
   # Manifests from the very module versions the binaries were built from: Serving's config/core,
   # and the CRDs and config-network its module zip lacks (symlinks in the Serving repository,
@@ -156,7 +156,7 @@ build_knative_eventing() {
   local out="$cache/bin/knative-eventing-$version"
   local dir="$work/knative-eventing-$version"
   # The data plane's upstream mains as they are; the reconcilers under a main of ours (why:
-  # test/cluster/knative-eventing/main.go).
+  # devcluster/knative-eventing/main.go).
   local cmds="broker/ingress broker/filter in_memory/channel_dispatcher"
   local c bin missing=""
   for c in $cmds; do bin="${c//\//-}"; [ -x "$out/$bin" ] || missing="$missing $c"; done

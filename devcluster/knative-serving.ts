@@ -63,7 +63,7 @@ interface ServingArtifacts {
 
 function servingArtifacts(): ServingArtifacts {
   const version = pinnedVersions().KNATIVE_SERVING_VERSION;
-  if (!version) throw new ClusterStartError('test/cluster/versions.env has no KNATIVE_SERVING_VERSION');
+  if (!version) throw new ClusterStartError('devcluster/versions.env has no KNATIVE_SERVING_VERSION');
   const dir = join(cacheDir(), 'bin', `knative-serving-${version}`);
   const artifacts = { controllers: join(dir, 'serving-controllers'), webhook: join(dir, 'webhook'), config: join(dir, 'config') };
   const missing = [artifacts.controllers, artifacts.webhook, join(artifacts.config, 'caching', 'image.yaml')].filter((p) => !existsSync(p));

@@ -1,8 +1,9 @@
 // The path every received completed event takes, and what each result means to a sender.
 import test from 'ava';
+import { flattenHeaders } from '../../../schemas/http-binding.ts';
 import { toBinary } from '../../../schemas/index.ts';
-import { flattenHeaders, handleCompleted, httpAnswer } from '../../../sinks/handle.ts';
-import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from '../../integration/transports/_events.ts';
+import { handleCompleted, httpAnswer } from '../../../sinks/intake.ts';
+import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from '../../support/events.ts';
 
 const maxBytes = 65536;
 

@@ -1,8 +1,11 @@
 // The Kubernetes objects the gate reads, as much of them as it uses, and their conversion into
 // the core's plain views.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { PrestartHook, PrestartHookSpec, PrestartRunSpec, PrestartRunStatus, PrestartRunView, RevisionView } from '../core/types.ts';
-import { RETRY_ANNOTATION } from '../core/types.ts';
+import type { PrestartHook, PrestartHookSpec, PrestartRunSpec, PrestartRunStatus, PrestartRunView, RevisionView } from './types.ts';
+import { RETRY_ANNOTATION } from './types.ts';
+
+/** The field manager of every write the gate makes (server-side apply and patches). */
+export const FIELD_MANAGER = 'knative-prestart-gate';
 
 export interface Resource {
   group: string;

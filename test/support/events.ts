@@ -1,14 +1,15 @@
 // Requests and replies as the gate and a hook really build them (schemas' builders, a real key).
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
-import type { Reply } from '../../../gate/core/types.ts';
-import { buildCompleted, buildRequested, KeyRing } from '../../../schemas/index.ts';
-import type { ReplyDisposition } from '../../../sinks/types.ts';
+
+import type { Reply } from '../../api/types.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
+import { buildCompleted, buildRequested, KeyRing } from '../../schemas/index.ts';
+import type { ReplyDisposition } from '../../sinks/types.ts';
 
 export const keys = new KeyRing([KeyRing.generateKey()]);
 /** Another gate's key: its ids look right but must not verify here. */
 export const foreignKeys = new KeyRing([KeyRing.generateKey()]);
 
-export function requestEvent(opts: { hook?: string; attempt?: number; revision?: string; ring?: KeyRing } = {}): OutgoingEvent {
+export function requestEvent(opts: { hook?: string; attempt?: number; revision?: string; ring?: KeyRing } = {}): CloudEventRecord {
   const hook = opts.hook ?? 'db-migrate';
   const revision = opts.revision ?? 'web-00002';
   return buildRequested({
@@ -32,9 +33,9 @@ export function requestEvent(opts: { hook?: string; attempt?: number; revision?:
 }
 
 export function completedEvent(
-  request: OutgoingEvent = requestEvent(),
+  request: CloudEventRecord = requestEvent(),
   opts: { outcome?: 'succeeded' | 'failed' | 'progress'; id?: string; message?: string } = {},
-): OutgoingEvent {
+): CloudEventRecord {
   return buildCompleted({
     request,
     outcome: opts.outcome ?? 'succeeded',

@@ -1,6 +1,6 @@
 // The PrestartHooks as the Trigger wiring needs them: with their uids, without those being deleted.
 import type { CustomObjectsApi } from '@kubernetes/client-node';
-import { HOOKS, type HookObject, toHook } from '../gate/shell/resources.ts';
+import { HOOKS, type HookObject, toHook } from '../api/resources.ts';
 import type { OwnedHook } from './desired.ts';
 
 export async function listOwnedHooks(api: CustomObjectsApi): Promise<OwnedHook[]> {

@@ -1,7 +1,8 @@
 // How the gate reads a hook's (or a Broker ingress's) HTTP answer.
 import test from 'ava';
 import { classifyBrokerStatus } from '../../../emitter/broker.ts';
-import { bodyExcerpt, carriesCloudEvent, classifyHookResponse, isRetriableStatus } from '../../../emitter/http-response.ts';
+import { classifyHookResponse } from '../../../emitter/http-response.ts';
+import { bodyExcerpt, carriesCloudEvent, isRetriableStatus } from '../../../schemas/http-binding.ts';
 
 const binary = { 'ce-specversion': '1.0', 'ce-id': '1', 'content-type': 'application/json' };
 const structured = { 'content-type': 'application/cloudevents+json; charset=utf-8' };

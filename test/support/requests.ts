@@ -1,8 +1,8 @@
 // Requests as the gate builds them, parsed as a hook parses them.
 import { randomUUID } from 'node:crypto';
-import type { OutgoingEvent } from '../../../emitter/transport.ts';
-import type { ContributionKind } from '../../../gate/core/types.ts';
-import { buildRequested, KeyRing, type ParsedRequest, parseRequested, toBinary } from '../../../schemas/index.ts';
+import type { ContributionKind } from '../../api/types.ts';
+import type { CloudEventRecord } from '../../schemas/event.ts';
+import { buildRequested, KeyRing, type ParsedRequest, parseRequested, toBinary } from '../../schemas/index.ts';
 
 export const keys = new KeyRing([KeyRing.generateKey()]);
 
@@ -16,7 +16,7 @@ export interface RequestOptions {
   replyTo?: string;
 }
 
-export function startEvent(opts: RequestOptions = {}): OutgoingEvent {
+export function startEvent(opts: RequestOptions = {}): CloudEventRecord {
   const uid = opts.uid ?? randomUUID();
   return buildRequested({
     revision: {
@@ -42,7 +42,7 @@ export function startEvent(opts: RequestOptions = {}): OutgoingEvent {
   });
 }
 
-export function cancelEvent(start: OutgoingEvent, reason = 'Revision shop/checkout-00002 was deleted'): OutgoingEvent {
+export function cancelEvent(start: CloudEventRecord, reason = 'Revision shop/checkout-00002 was deleted'): CloudEventRecord {
   const data = start.data as { revision: { namespace: string; name: string; uid: string }; hook: { name: string }; attempt: number };
   return buildRequested({
     revision: { ...data.revision, labels: {}, annotations: {}, images: [] },
@@ -54,7 +54,7 @@ export function cancelEvent(start: OutgoingEvent, reason = 'Revision shop/checko
   });
 }
 
-export function parsed(event: OutgoingEvent): ParsedRequest {
+export function parsed(event: CloudEventRecord): ParsedRequest {
   const result = parseRequested(toBinary(event));
   if (!result.ok) throw new Error(`test request does not parse: ${result.error.reason}`);
   return result.request;

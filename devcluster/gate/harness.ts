@@ -13,21 +13,22 @@ import {
   type CoreV1Event,
   CustomObjectsApi,
   KubeConfig,
+  type KubernetesObject,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import pino from 'pino';
+import type { RevisionObject, RunObject } from '../../api/resources.ts';
+import { HOLD_LABEL, type PrestartHookSpec } from '../../api/types.ts';
 import type { GateConfig } from '../../gate/config.ts';
-import type { PrestartHookSpec } from '../../gate/core/types.ts';
 import { type RunningGate, startGate } from '../../gate/gate.ts';
-import type { RevisionObject, RunObject } from '../../gate/shell/resources.ts';
 import { webhookConfigurationName } from '../../gate/webhooks/tls.ts';
-import { applyManifests } from './apply.ts';
-import type { Cluster } from './control-plane.ts';
-import { knativeServingCrdDir } from './knative.ts';
-import { sharedCluster } from './shared.ts';
-import { waitFor } from './wait.ts';
+import { applyManifests } from '../apply.ts';
+import type { Cluster } from '../control-plane.ts';
+import { knativeServingCrdDir } from '../knative.ts';
+import { sharedCluster } from '../shared.ts';
+import { waitFor } from '../wait.ts';
 
 export const GATE_USER = 'system:serviceaccount:knative-prestart:knative-prestart-gate';
 export const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
@@ -316,7 +317,8 @@ export function waitForRun(
   );
 }
 
-export const isHeld = (rev: RevisionObject): boolean => rev.metadata?.labels?.['prestart.dev/hold'] === 'true';
+/** The gate's hold label, as `kubectl get revision -L prestart.dev/hold` shows it. */
+export const isHeld = (rev: KubernetesObject | undefined): boolean => rev?.metadata?.labels?.[HOLD_LABEL] === 'true';
 
 /** Tries to create the Deployment Knative would create for the Revision: its labels and annotations, copied. */
 export async function createDeploymentLikeKnative(

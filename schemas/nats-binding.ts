@@ -9,7 +9,7 @@
 
 import type { JetStreamManager, MsgHdrs, StreamConfig } from 'nats';
 import { nanos, headers as natsHeaders, RetentionPolicy, StorageType } from 'nats';
-import type { Message } from './transport.ts';
+import type { Message } from './event.ts';
 
 export const REQUESTS_STREAM = 'PRESTART_REQUESTS';
 export const REQUESTS_SUBJECT_PREFIX = 'prestart.requests';

@@ -34,7 +34,7 @@ function goModuleDir(module: string, version: string): Promise<string> {
 
 function pinned(key: string): string {
   const version = pinnedVersions()[key];
-  if (!version) throw new ClusterStartError(`test/cluster/versions.env has no ${key}`);
+  if (!version) throw new ClusterStartError(`devcluster/versions.env has no ${key}`);
   return version;
 }
 

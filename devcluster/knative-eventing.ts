@@ -1,15 +1,15 @@
 // Knative Eventing's MT channel-based Broker over the InMemoryChannel on the local control plane:
 // its reconcilers (Broker, Trigger, Channel, Subscription, EventPolicy, InMemoryChannel; why one
-// process: test/cluster/knative-eventing/main.go) and its data plane (broker ingress, broker
+// process: devcluster/knative-eventing/main.go) and its data plane (broker ingress, broker
 // filter, channel dispatcher), the upstream binaries built from the pinned Go module by
 // build-binaries.sh, configured from the same module's manifests.
 //
 // How the data plane finds its parts without cluster DNS (docs/testing.md):
-// - every Go process gets HTTP_PROXY pointing at test/cluster/service-proxy.ts, which maps
+// - every Go process gets HTTP_PROXY pointing at devcluster/service-proxy.ts, which maps
 //   `broker-ingress.knative-eventing.svc.cluster.local`, `broker-filter...` and the channels'
 //   `*-kn-channel.<ns>.svc.cluster.local` names to where those processes listen;
 // - the dispatcher binds :8080/:8443 (constants in its code), so it runs in a network namespace
-//   of its own (test/cluster/netns.ts) and reaches the apiserver through a TCP forward on the
+//   of its own (devcluster/netns.ts) and reaches the apiserver through a TCP forward on the
 //   namespace's host address;
 // - the Deployments and Services of Eventing's manifests are applied so that kwok pods make them
 //   Available and EndpointSlices exist, which is what the reconcilers check; nothing dials them.
@@ -68,7 +68,7 @@ interface EventingArtifacts {
 
 function eventingArtifacts(): EventingArtifacts {
   const version = pinnedVersions().KNATIVE_EVENTING_VERSION;
-  if (!version) throw new ClusterStartError('test/cluster/versions.env has no KNATIVE_EVENTING_VERSION');
+  if (!version) throw new ClusterStartError('devcluster/versions.env has no KNATIVE_EVENTING_VERSION');
   const dir = join(cacheDir(), 'bin', `knative-eventing-${version}`);
   const a: EventingArtifacts = {
     controllers: join(dir, 'eventing-controllers'),

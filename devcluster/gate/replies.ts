@@ -1,7 +1,7 @@
 // How test hooks answer: synchronously in the HTTP response, or later by POSTing to replyTo.
-import type { Contribution } from '../../gate/core/types.ts';
+import type { Contribution } from '../../api/types.ts';
 import { buildCompleted, toBinary } from '../../schemas/index.ts';
-import type { ReceivedRequest } from './gate-harness.ts';
+import type { ReceivedRequest } from './harness.ts';
 
 type Outcome = 'succeeded' | 'failed' | 'progress';
 

@@ -1,5 +1,6 @@
-// Helpers of the end-to-end suite: Knative objects as a user writes and reads them, what the
-// suite observes over time (events, Deployments), and the one stand-in it needs (Ingresses).
+// Knative objects as a user writes and reads them, what the dev cluster's users (the quickstart,
+// the e2e suite, the benches) observe over time (events, Deployments), and the one stand-in
+// it needs (Ingresses). Knows nothing of the gate.
 import {
   ApiException,
   type CoreV1Api,
@@ -10,7 +11,7 @@ import {
   type V1Pod,
   Watch,
 } from '@kubernetes/client-node';
-import { WaitTimeoutError, waitFor } from '../cluster/wait.ts';
+import { WaitTimeoutError, waitFor } from './wait.ts';
 
 export interface Condition {
   type: string;
@@ -42,11 +43,6 @@ export interface KnativeObject {
     latestReadyRevisionName?: string;
     traffic?: TrafficTarget[];
   };
-}
-
-/** The gate's hold label, as `kubectl get revision -L prestart.dev/hold` shows it. */
-export function isHeld(rev: KnativeObject | undefined): boolean {
-  return rev?.metadata?.labels?.['prestart.dev/hold'] === 'true';
 }
 
 export function condition(obj: KnativeObject | undefined, type: string): Condition | undefined {
@@ -139,8 +135,6 @@ function serviceTemplate(t: { annotations?: Record<string, string>; env?: Record
     },
   };
 }
-
-export { waitUntilStamped } from '../cluster/gate-harness.ts';
 
 /** Waits until Revision `name` satisfies `ok`; the timeout names its conditions and where Knative logs. */
 export function waitForRevision(

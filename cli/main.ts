@@ -4,11 +4,11 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
+import { errorLine } from '../api/kube-errors.ts';
+import { DEFAULTS, type GateConfig } from '../gate/config.ts';
+import { startGate } from '../gate/gate.ts';
 import { registerHookCommands } from '../hooks/cli.ts';
 import { registerTriggersCommand } from '../triggers/cli.ts';
-import { DEFAULTS, type GateConfig } from './config.ts';
-import { startGate } from './gate.ts';
-import { errorLine } from './shell/kube-client.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);

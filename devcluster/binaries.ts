@@ -7,7 +7,7 @@ import { ClusterStartError } from './errors.ts';
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** The build script that fills the binary cache; named in every "missing binary" message. */
-export const BUILD_SCRIPT = 'test/cluster/build-binaries.sh';
+export const BUILD_SCRIPT = 'devcluster/build-binaries.sh';
 export const BUILD_SCRIPT_PATH = join(here, 'build-binaries.sh');
 
 export interface ControlPlaneBinaries {
@@ -38,7 +38,7 @@ export function pinnedVersions(): Record<string, string> {
 
 function pinned(versions: Record<string, string>, key: string): string {
   const v = versions[key];
-  if (!v) throw new ClusterStartError(`test/cluster/versions.env has no ${key}`);
+  if (!v) throw new ClusterStartError(`devcluster/versions.env has no ${key}`);
   return v;
 }
 

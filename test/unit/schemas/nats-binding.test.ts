@@ -1,15 +1,15 @@
 // The CloudEvents NATS binding as the emitter writes it and the sink reads it.
 import test from 'ava';
 import { headers as natsHeaders } from 'nats';
+import { KeyRing, parseCompleted, parseRequested, toBinary, toStructured } from '../../../schemas/index.ts';
 import {
   fromNatsMessage,
   isValidPublishSubject,
   serverSupportsTermReason,
   subjectFor,
   toNatsHeaders,
-} from '../../../emitter/nats-binding.ts';
-import { KeyRing, parseCompleted, parseRequested, toBinary, toStructured } from '../../../schemas/index.ts';
-import { completedEvent, keys, requestEvent } from '../../integration/transports/_events.ts';
+} from '../../../schemas/nats-binding.ts';
+import { completedEvent, keys, requestEvent } from '../../support/events.ts';
 
 test('binary mode: attributes become ce- headers and the data content type travels as ce-datacontenttype', (t) => {
   const event = requestEvent();

@@ -1,6 +1,6 @@
 // Inputs shared by the schema tests: one Revision, one hook, one key ring.
-import type { HookSnapshot, RevisionView } from '../../../gate/core/types.ts';
-import { KeyRing } from '../../../schemas/contract.ts';
+import type { HookSnapshot, RevisionView } from '../../api/types.ts';
+import { KeyRing } from '../../schemas/index.ts';
 
 export const keys = KeyRing.fromHex('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f');
 

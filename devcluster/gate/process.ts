@@ -2,13 +2,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import type { GateEnv } from './gate-harness.ts';
-import { deathSignalPrefix } from './processes.ts';
-import { waitFor } from './wait.ts';
+import { deathSignalPrefix } from '../processes.ts';
+import { waitFor } from '../wait.ts';
+import type { GateEnv } from './harness.ts';
 
-const cli = fileURLToPath(new URL('../../gate/cli.ts', import.meta.url));
+const cli = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
 /**
- * Set to a compiled CLI (`npm run build` makes dist/gate/cli.js) to run that instead of the
+ * Set to a compiled CLI (`npm run build` makes dist/cli/main.js) to run that instead of the
  * source under tsx, whose loader alone adds ~85 MiB to the process: benches that weigh the gate.
  */
 export const GATE_CLI_ENV = 'KNATIVE_PRESTART_GATE_CLI';

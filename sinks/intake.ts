@@ -1,7 +1,8 @@
 // The one path every received completed event takes, whatever carried it: parse and verify with
 // the schemas' codec, then hand the verified reply to the gate. Bad input never reaches the gate.
-import type { Message } from '../emitter/transport.ts';
-import type { Reply } from '../gate/core/types.ts';
+
+import type { Reply } from '../api/types.ts';
+import type { Message } from '../schemas/event.ts';
 import type { KeyRing } from '../schemas/index.ts';
 import { parseCompleted } from '../schemas/index.ts';
 import type { OnReply } from './types.ts';
@@ -53,14 +54,4 @@ export function httpAnswer(handled: Handled): { status: number; error?: string }
     case 'transient':
       return { status: 503, error: 'the reply could not be recorded now; send it again' };
   }
-}
-
-/** Node's incoming headers as the single-valued lowercase map a Message holds. */
-export function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    out[key.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
 }
