@@ -21,16 +21,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import {
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  gateEnv,
-  hookSpec,
-  startHookServer,
-  waitUntilStamped,
-} from '../devcluster/gate/harness.ts';
+import { gateEnv } from '../devcluster/gate/env.ts';
+import { startHookServer } from '../devcluster/gate/hook-server.ts';
 import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../devcluster/gate/process.ts';
 import { freePorts } from '../devcluster/ports.ts';
 import { waitFor } from '../devcluster/wait.ts';
@@ -123,22 +115,15 @@ async function heldRuns(): Promise<number> {
 }
 
 try {
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: annotationMatch(env.namespace, 'bench'),
-        timeout: '1h',
-        resendInterval: '1h',
-        delivery: { transport: 'http', url: hook.url },
-      },
-      env.namespace,
-    ),
-  );
+  await env.createHook(hookName, {
+    match: env.annotationMatch('bench'),
+    timeout: '1h',
+    resendInterval: '1h',
+    delivery: { transport: 'http', url: hook.url },
+  });
   gate = await spawnGate(env, { webhook: webhookPort as number, sink: sinkPort as number });
   const pid = gate.child.pid as number;
-  await waitUntilStamped(env, hookName, { bench: 'yes' });
+  await env.waitUntilStamped(hookName, { bench: 'yes' });
   await pause(SETTLE_S);
   const before = memoryKiB(pid);
   const beforeGc = await afterGc(pid);
@@ -146,7 +131,7 @@ try {
 
   const t1 = performance.now();
   await inBatches(names.length, CONCURRENCY, async (i) => {
-    await retryOnWebhookReset(() => createRevision(env, names[i] as string, { annotations: { bench: 'yes' } }));
+    await retryOnWebhookReset(() => env.createRevision(names[i] as string, { annotations: { bench: 'yes' } }));
   });
   const createdIn = secondsSince(t1);
   await waitFor(async () => (await heldRuns()) === REVISIONS, {
@@ -213,7 +198,6 @@ try {
       .catch(() => undefined);
   });
   await hook.close();
-  await deleteHook(env, hookName);
   await env.stop();
   await env.cluster.stop();
 }

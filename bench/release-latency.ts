@@ -14,19 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import type { RevisionObject } from '../api/resources.ts';
-import {
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  gateEnv,
-  hookSpec,
-  isHeld,
-  type ReceivedRequest,
-  startHookServer,
-  waitUntilStamped,
-} from '../devcluster/gate/harness.ts';
+import { gateEnv } from '../devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '../devcluster/gate/hook-server.ts';
 import { asyncReply } from '../devcluster/gate/replies.ts';
+import { isHeld } from '../devcluster/gate/revisions.ts';
 import { waitFor } from '../devcluster/wait.ts';
 import { inBatches, load, ms, reproduce, retryOnWebhookReset, summarize, table, webhookResets } from './_common.ts';
 
@@ -77,23 +68,16 @@ function seen(name: string, until: (rev: RevisionObject) => boolean): Promise<nu
 const names = Array.from({ length: REVISIONS }, (_, i) => `rel-${String(i + 1).padStart(5, '0')}`);
 try {
   await startWatch();
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: annotationMatch(env.namespace, 'bench'),
-        timeout: '1h',
-        resendInterval: '1h',
-        delivery: { transport: 'http', url: hook.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hookName, { bench: 'yes' });
-  await createRevision(env, 'plain-00001');
+  await env.createHook(hookName, {
+    match: env.annotationMatch('bench'),
+    timeout: '1h',
+    resendInterval: '1h',
+    delivery: { transport: 'http', url: hook.url },
+  });
+  await env.waitUntilStamped(hookName, { bench: 'yes' });
+  await env.createRevision('plain-00001');
   await inBatches(names.length, 8, async (i) => {
-    await retryOnWebhookReset(() => createRevision(env, names[i] as string, { annotations: { bench: 'yes' } }));
+    await retryOnWebhookReset(() => env.createRevision(names[i] as string, { annotations: { bench: 'yes' } }));
   });
   await waitFor(() => requests.size === REVISIONS, { timeoutMs: 120_000, what: `requests for all ${REVISIONS} Revisions` });
   // A reply is accepted only for an attempt the run records: wait until every run says Requested.
@@ -180,7 +164,6 @@ try {
   stopping = true;
   watch?.abort();
   await hook.close();
-  await deleteHook(env, hookName);
   await env.stop();
   await env.cluster.stop();
 }

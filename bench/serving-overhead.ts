@@ -13,7 +13,8 @@
 // the same run. Revision Ready needs no networking layer (only Route readiness would); the one
 // stand-in is the Broker's cluster DNS (devcluster/service-proxy.ts).
 import type { PrestartHookSpec } from '../api/types.ts';
-import { createHook, deleteHook, gateEnv, hookSpec, startHookServer, waitUntilStamped } from '../devcluster/gate/harness.ts';
+import { gateEnv } from '../devcluster/gate/env.ts';
+import { startHookServer } from '../devcluster/gate/hook-server.ts';
 import { syncReply } from '../devcluster/gate/replies.ts';
 import { condition, firstSighting, Knative, type KnativeObject, watchCollection } from '../devcluster/knative-client.ts';
 import { startKnativeEventing } from '../devcluster/knative-eventing.ts';
@@ -52,28 +53,17 @@ const deliveries: Record<'http' | 'broker', PrestartHookSpec['delivery']> = {
   http: { transport: 'http', url: noop.url },
   broker: { transport: 'broker', broker: { name: 'default', namespace: env.namespace, subscriber: { uri: noop.url } } },
 };
-const hookNames = Object.keys(deliveries).map((d) => `${env.instance}-noop-${d}`);
 const revisions = await watchCollection<KnativeObject>(env.admin, `/apis/serving.knative.dev/v1/namespaces/${env.namespace}/revisions`);
 const deployments = await watchCollection<KnativeObject>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
 
 try {
   for (const [kind, delivery] of Object.entries(deliveries)) {
     const name = `${env.instance}-noop-${kind}`;
-    await createHook(
-      env,
-      name,
-      hookSpec(
-        {
-          match: {
-            annotation: { key: HOOK_ANNOTATION, value: kind },
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
-          },
-          delivery,
-        },
-        env.namespace,
-      ),
-    );
-    await waitUntilStamped(env, name, { [HOOK_ANNOTATION]: kind });
+    await env.createHook(name, {
+      match: env.annotationMatch(HOOK_ANNOTATION, kind),
+      delivery,
+    });
+    await env.waitUntilStamped(name, { [HOOK_ANNOTATION]: kind });
   }
 
   const services = { plain: {}, http: { [HOOK_ANNOTATION]: 'http' }, broker: { [HOOK_ANNOTATION]: 'broker' } } as const;
@@ -136,7 +126,6 @@ try {
 } finally {
   revisions.stop();
   deployments.stop();
-  for (const name of hookNames) await deleteHook(env, name);
   await noop.close();
   await env.stop();
   await eventing.stop();

@@ -15,10 +15,12 @@ import express, { type Express } from 'express';
 import { connect } from 'nats';
 import pino from 'pino';
 import { startNatsServer } from '../devcluster/nats.ts';
+import { sendReply } from '../hooks/sdk/nats.ts';
 import type { Message } from '../schemas/event.ts';
 import { buildCompleted, buildRequested, KeyRing, toBinary } from '../schemas/index.ts';
+import { ensureStream, STREAMS } from '../schemas/nats.ts';
 import { createSinkRouter } from '../sinks/http.ts';
-import { createNatsSink, ensureRepliesStream, sendReply } from '../sinks/nats.ts';
+import { createNatsSink } from '../sinks/nats.ts';
 import type { ReplyDisposition } from '../sinks/types.ts';
 
 const { values: args } = parseArgs({
@@ -137,7 +139,7 @@ async function benchNats(): Promise<void> {
   const server = await startNatsServer();
   const nc = await connect({ servers: server.url });
   try {
-    await ensureRepliesStream(nc);
+    await ensureStream(await nc.jetstreamManager(), STREAMS.replies);
     const replies = makeReplies(NATS_MESSAGES);
     // Stored before the consumer exists, so the figure is the sink draining a backlog.
     for (let i = 0; i < replies.length; i += 200) {

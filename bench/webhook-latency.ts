@@ -19,7 +19,7 @@ import https from 'node:https';
 import { parseArgs } from 'node:util';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import express from 'express';
-import { createHook, deleteHook, type GateEnv, gateEnv, hookSpec, waitUntilStamped } from '../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../devcluster/gate/env.ts';
 import { type HttpsTestServer, startHttpsServer } from '../devcluster/https-server.ts';
 import { waitFor } from '../devcluster/wait.ts';
 import { webhookConfigurationName } from '../gate/webhooks/tls.ts';
@@ -280,9 +280,9 @@ const hooks = [
 const echo = await startEcho();
 try {
   for (const h of hooks) {
-    await createHook(env, h.name, hookSpec({ match: h.match, delivery: { transport: 'http', url: 'http://127.0.0.1:9/' } }, env.namespace));
+    await env.createHook(h.name, { match: h.match, delivery: { transport: 'http', url: 'http://127.0.0.1:9/' } });
   }
-  for (const h of hooks.slice(0, 2)) await waitUntilStamped(env, h.name, BINDING);
+  for (const h of hooks.slice(0, 2)) await env.waitUntilStamped(h.name, BINDING);
   console.log(`setup ${((performance.now() - t0) / 1000).toFixed(1)} s; ${load()}`);
 
   const a = await direct(env, echo);
@@ -319,7 +319,6 @@ try {
   reproduce('bench/webhook-latency.ts');
 } finally {
   await echo.close();
-  await Promise.all(hooks.map((h) => deleteHook(env, h.name)));
   await env.stop();
   await env.cluster.stop();
 }

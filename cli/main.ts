@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The knative-prestart command line: `gate` runs the gate; more subcommands join as features do.
+import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
@@ -53,6 +55,7 @@ export function buildCli(): Command {
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
     .option('--lease-duration <seconds>', "how long a dead leader's lease blocks a successor", int, 15)
+    .option('--resync <seconds>', 'how often the leader reconciles every Revision again, events or not', int, DEFAULTS.resyncSeconds)
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (opts: Record<string, string | number | undefined>) => {
       const log = pino({ name: 'knative-prestart-gate', level: String(opts.logLevel) });
@@ -101,10 +104,22 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     broker: o.brokerProxy === undefined ? undefined : { proxy: String(o.brokerProxy) },
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),
+    resyncSeconds: Number(o.resync),
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** True when this file is the program being run, also through a symlink (npm's bin, kn-prestart) or a path with spaces. */
+function isMain(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
   buildCli()
     .parseAsync(process.argv)
     .catch((err: unknown) => {

@@ -1,12 +1,13 @@
 // Delivery through a Knative Broker: the gate POSTs the request (binary mode) to the Broker's
 // ingress; a Trigger routes it to the hook, and the hook's `completed` event comes back through
-// the Broker to a Trigger on the gate's sink.
+// the Broker to a Trigger on the gate's sink. The ingress address comes from broker-address.ts.
 //
 // When is a request "delivered"? With a durable channel (Kafka, NATS JetStream) the ingress
 // answers 202 once the event is stored. With the default InMemoryChannel the ingress answers only
 // after every matching subscriber has answered (up to 15 min), so waiting for the status would
 // tie a gate worker to the hook's running time. The choice made here:
-//   - the request counts as accepted as soon as its body has been fully handed to the OS and the
+//   - the request counts as accepted as soon as its body has been fully handed to the OS (which
+//     node:http tells and fetch does not, hence no shared POST helper here) and the
 //     ingress has neither failed the connection nor answered an error within a short response
 //     window (`responseTimeoutMs`, 2 s by default);
 //   - a request still unanswered after that window is NOT aborted: closing the connection would
@@ -27,16 +28,16 @@
 import http from 'node:http';
 import https from 'node:https';
 import pino, { type Logger } from 'pino';
-import { type BackoffPolicy, DEFAULT_BACKOFF, nextRetryDelay } from '../api/retry.ts';
+import { type BackoffPolicy, DEFAULT_BACKOFF, RetriesExhausted, retry } from '../api/retry.ts';
 import type { HookDelivery } from '../api/types.ts';
 import type { CloudEventRecord, Message } from '../schemas/event.ts';
 import { bodyExcerpt, describeNetworkError } from '../schemas/http-binding.ts';
+import { readLimited } from '../schemas/http-client.ts';
 import { toBinary } from '../schemas/index.ts';
+import { AddressCache, kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
 import { classifyErrorStatus } from './http-response.ts';
 import { createProxyRouter, type ProxyOption, type Route } from './proxy.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
-
-export type ResolveBrokerUrl = (namespace: string, name: string) => Promise<string>;
 
 export interface BackgroundResult {
   hook: string;
@@ -88,8 +89,7 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
   const addresses = new AddressCache(opts.resolveBrokerUrl ?? kubeBrokerResolver(), opts.addressTtlMs ?? 30_000);
   const router = createProxyRouter(opts.proxy);
   const background = new Set<http.ClientRequest>();
-  const sleeping = new Set<() => void>();
-  let closed = false;
+  const closing = new AbortController();
 
   function attempt(url: string, message: Message, hook: string, eventId: string): Promise<AttemptResult> {
     return new Promise((resolve) => {
@@ -169,20 +169,14 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
           settle({ type: 'accepted', pending: false });
           return;
         }
-        const chunks: Buffer[] = [];
-        let size = 0;
+        // The excerpt is read within the response window too; a body cut short yields none.
         const excerptTimer = setTimeout(() => res.destroy(), responseTimeoutMs);
-        res.on('data', (chunk: Buffer) => {
-          if (size < EXCERPT_BYTES) chunks.push(chunk);
-          size += chunk.length;
-        });
-        const conclude = () => {
-          clearTimeout(excerptTimer);
-          const verdict = classifyBrokerStatus(status, bodyExcerpt(Buffer.concat(chunks)), route.via);
-          settle(verdict);
-        };
-        res.on('end', conclude);
-        res.on('close', conclude);
+        void readLimited(res, EXCERPT_BYTES, 'truncate')
+          .catch(() => new Uint8Array(0))
+          .then((body) => {
+            clearTimeout(excerptTimer);
+            settle(classifyBrokerStatus(status, bodyExcerpt(body), route.via));
+          });
       });
 
       req.on('error', (err) => {
@@ -200,16 +194,25 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
     });
   }
 
-  function pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        sleeping.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      sleeping.add(wake);
-    });
+  /** One try: resolve the address (cached), POST; throws TransportError for anything short of accepted. */
+  async function once(broker: { namespace: string; name: string; url?: string }, message: Message, hook: string, eventId: string) {
+    const brokerRef = `Broker ${broker.namespace}/${broker.name}`;
+    let url: string;
+    try {
+      url = broker.url ?? (await addresses.get(broker.namespace, broker.name));
+    } catch (err) {
+      if (err instanceof TransportError && !err.retriable) throw err;
+      throw new TransportError(`${brokerRef}: cannot resolve the ingress address: ${(err as Error).message}`, true);
+    }
+    const result = await attempt(url, message, hook, eventId);
+    if (result.type === 'accepted') {
+      if (result.pending) log.debug({ hook, eventId, broker: brokerRef }, 'request sent; ingress still busy, not waiting');
+      return;
+    }
+    const where = `${brokerRef} (${url})`;
+    if (result.type === 'fail') throw new TransportError(`${where}: ${result.reason}`, false);
+    if (result.forgetAddress && !broker.url) addresses.forget(broker.namespace, broker.name);
+    throw new TransportError(`${where}: ${result.reason}`, true);
   }
 
   async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
@@ -217,33 +220,19 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
     if (!broker?.name || !broker.namespace) {
       throw new TransportError(`hook ${hook}: delivery.transport is broker but delivery.broker.name/namespace is not set`, false);
     }
-    const brokerRef = `${broker.namespace}/${broker.name}`;
+    const target = { namespace: broker.namespace, name: broker.name, ...(broker.url ? { url: broker.url } : {}) };
     const message = toBinary(event);
-    const started = Date.now();
-    for (let tries = 1; ; tries++) {
-      if (closed) throw new TransportError(`Broker ${brokerRef}: transport closed`, true);
-      let url: string | undefined = broker.url;
-      let result: AttemptResult;
-      try {
-        url ??= await addresses.get(broker.namespace, broker.name);
-        result = await attempt(url, message, hook, event.id);
-      } catch (err) {
-        if (err instanceof TransportError && !err.retriable) throw err;
-        result = { type: 'retry', reason: `cannot resolve the ingress address: ${(err as Error).message}`, forgetAddress: true };
-      }
-      if (result.type === 'accepted') {
-        if (result.pending) log.debug({ hook, eventId: event.id, broker: brokerRef }, 'request sent; ingress still busy, not waiting');
-        return { type: 'accepted' };
-      }
-      const where = `Broker ${brokerRef}${url ? ` (${url})` : ''}`;
-      if (result.type === 'fail') throw new TransportError(`${where}: ${result.reason}`, false);
-      if (result.forgetAddress && !broker.url) addresses.forget(broker.namespace, broker.name);
-      const delay = nextRetryDelay(tries, Date.now() - started, policy);
-      if (delay === undefined) {
-        throw new TransportError(`${where}: ${result.reason} (gave up after ${tries} ${tries === 1 ? 'try' : 'tries'})`, true);
-      }
-      log.debug({ hook, eventId: event.id, broker: brokerRef, reason: result.reason, delay }, 'retrying Broker delivery');
-      await pause(delay);
+    try {
+      await retry(() => once(target, message, hook, event.id), policy, {
+        signal: closing.signal,
+        retriable: (err) => !(err instanceof TransportError) || err.retriable,
+        onRetry: (err, delay) => log.debug({ hook, eventId: event.id, reason: (err as Error).message, delay }, 'retrying Broker delivery'),
+      });
+      return { type: 'accepted' };
+    } catch (err) {
+      if (closing.signal.aborted) throw new TransportError(`Broker ${broker.namespace}/${broker.name}: transport closed`, true);
+      if (err instanceof RetriesExhausted) throw new TransportError(err.message, true);
+      throw err;
     }
   }
 
@@ -251,8 +240,7 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
     kind: 'broker',
     send,
     async close() {
-      closed = true;
-      for (const wake of [...sleeping]) wake();
+      closing.abort(new Error('transport closed'));
       for (const req of [...background]) req.destroy(new Error('transport closed'));
       router.destroy();
     },
@@ -273,76 +261,4 @@ export function classifyBrokerStatus(status: number, excerpt: string, via?: stri
   if (verdict.type === 'retry') return { type: 'retry', reason: verdict.reason, forgetAddress: false };
   if (verdict.type === 'fail') return verdict;
   return { type: 'accepted', pending: false };
-}
-
-class AddressCache {
-  private readonly entries = new Map<string, { url: Promise<string>; expires: number }>();
-  constructor(
-    private readonly resolve: ResolveBrokerUrl,
-    private readonly ttlMs: number,
-  ) {}
-
-  get(namespace: string, name: string): Promise<string> {
-    const key = `${namespace}/${name}`;
-    const now = Date.now();
-    const hit = this.entries.get(key);
-    if (hit && hit.expires > now) return hit.url;
-    // Concurrent sends for one Broker share a single lookup.
-    const url = this.resolve(namespace, name);
-    this.entries.set(key, { url, expires: now + this.ttlMs });
-    url.catch(() => this.entries.delete(key));
-    return url;
-  }
-
-  forget(namespace: string, name: string): void {
-    this.entries.delete(`${namespace}/${name}`);
-  }
-}
-
-/**
- * Reads the Broker's `status.address.url` (falling back to the first of `status.addresses`). The
- * Kubernetes client is loaded on first use so that gates without Broker hooks never pay for it.
- */
-export function kubeBrokerResolver(loadConfig?: () => Promise<import('@kubernetes/client-node').KubeConfig>): ResolveBrokerUrl {
-  let api: Promise<import('@kubernetes/client-node').CustomObjectsApi> | undefined;
-  const getApi = () => {
-    api ??= (async () => {
-      const k8s = await import('@kubernetes/client-node');
-      let kc: import('@kubernetes/client-node').KubeConfig;
-      if (loadConfig) kc = await loadConfig();
-      else {
-        kc = new k8s.KubeConfig();
-        kc.loadFromDefault();
-      }
-      return kc.makeApiClient(k8s.CustomObjectsApi);
-    })();
-    return api;
-  };
-  return async (namespace, name) => {
-    let broker: BrokerObject;
-    try {
-      broker = (await (
-        await getApi()
-      ).getNamespacedCustomObject({
-        group: 'eventing.knative.dev',
-        version: 'v1',
-        namespace,
-        plural: 'brokers',
-        name,
-      })) as BrokerObject;
-    } catch (err) {
-      const code = (err as { code?: number }).code;
-      if (code === 404) throw new TransportError(`Broker ${namespace}/${name} does not exist`, true);
-      if (code === 403)
-        throw new TransportError(`the gate may not read Broker ${namespace}/${name} (RBAC: get brokers.eventing.knative.dev)`, true);
-      throw new TransportError(`reading Broker ${namespace}/${name}: ${(err as Error).message}`, true);
-    }
-    const url = broker.status?.address?.url ?? broker.status?.addresses?.find((a) => a.url)?.url;
-    if (!url) throw new TransportError(`Broker ${namespace}/${name} has no status.address.url yet (is it Ready?)`, true);
-    return url;
-  };
-}
-
-interface BrokerObject {
-  status?: { address?: { url?: string }; addresses?: { url?: string }[] };
 }

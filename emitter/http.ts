@@ -5,7 +5,8 @@
 
 import type { HookDelivery } from '../api/types.ts';
 import type { CloudEventRecord } from '../schemas/event.ts';
-import { bodyExcerpt, describeNetworkError, lowercaseHeaders } from '../schemas/http-binding.ts';
+import { bodyExcerpt } from '../schemas/http-binding.ts';
+import { type HttpAnswer, PostError, postMessage } from '../schemas/http-client.ts';
 import { DEFAULT_MAX_REPLY_BYTES, toBinary } from '../schemas/index.ts';
 import { classifyHookResponse } from './http-response.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
@@ -22,44 +23,32 @@ export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
 
 export function createHttpTransport(opts: HttpTransportOptions = {}): Transport {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;
-  const maxReplyBytes = opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+  const maxBytes = opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
   const userAgent = opts.userAgent ?? 'knative-prestart-gate';
-  const inflight = new Set<AbortController>();
+  const closing = new AbortController();
 
   async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
     const url = delivery.url;
     if (!url) throw new TransportError(`hook ${hook}: delivery.transport is http but delivery.url is not set`, false);
-    const message = toBinary(event);
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DeadlineExceeded(timeoutMs)), timeoutMs);
-    inflight.add(controller);
+    let answer: HttpAnswer;
     try {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { ...message.headers, 'user-agent': userAgent },
-        // A copy typed over a plain ArrayBuffer, which is what fetch's BodyInit accepts.
-        body: typeof message.body === 'string' ? message.body : new Uint8Array(message.body),
-        redirect: 'manual',
-        signal: controller.signal,
-      });
-      const headers = lowercaseHeaders(response.headers);
-      const body = await readLimited(response, maxReplyBytes, url);
-      const verdict = classifyHookResponse(response.status, headers, body.length, bodyExcerpt(body));
-      switch (verdict.type) {
-        case 'accepted':
-          return { type: 'accepted' };
-        case 'replied':
-          return { type: 'replied', reply: { headers, body } };
-        case 'retry':
-          throw new TransportError(`POST ${url}: ${verdict.reason}`, true);
-        case 'fail':
-          throw new TransportError(`POST ${url}: ${verdict.reason}`, false);
-      }
+      answer = await postMessage(url, toBinary(event), { timeoutMs, maxBytes, userAgent, signal: closing.signal });
     } catch (err) {
-      throw asTransportError(err, url, controller.signal);
-    } finally {
-      clearTimeout(timer);
-      inflight.delete(controller);
+      if (!(err instanceof PostError)) throw err;
+      // Only a reply over the limit is for good: the same hook would send the same reply again.
+      throw new TransportError(`POST ${url}: ${err.message}`, err.failure !== 'too-large');
+    }
+    const { status, headers, body } = answer;
+    const verdict = classifyHookResponse(status, headers, body.length, bodyExcerpt(body));
+    switch (verdict.type) {
+      case 'accepted':
+        return { type: 'accepted' };
+      case 'replied':
+        return { type: 'replied', reply: { headers, body } };
+      case 'retry':
+        throw new TransportError(`POST ${url}: ${verdict.reason}`, true);
+      case 'fail':
+        throw new TransportError(`POST ${url}: ${verdict.reason}`, false);
     }
   }
 
@@ -67,44 +56,7 @@ export function createHttpTransport(opts: HttpTransportOptions = {}): Transport 
     kind: 'http',
     send,
     async close() {
-      for (const c of inflight) c.abort(new Error('transport closed'));
+      closing.abort(new Error('transport closed'));
     },
   };
-}
-
-class DeadlineExceeded extends Error {
-  constructor(readonly ms: number) {
-    super(`no complete answer within ${ms} ms`);
-  }
-}
-
-class TooLargeError extends Error {}
-
-function asTransportError(err: unknown, url: string, signal: AbortSignal): TransportError {
-  if (err instanceof TransportError) return err;
-  if (err instanceof TooLargeError) return new TransportError(err.message, false);
-  if (signal.aborted && signal.reason instanceof DeadlineExceeded) {
-    return new TransportError(`POST ${url}: ${signal.reason.message}`, true);
-  }
-  if (signal.aborted) return new TransportError(`POST ${url}: aborted (${String(signal.reason)})`, true);
-  return new TransportError(`POST ${url}: ${describeNetworkError(err)}`, true);
-}
-
-async function readLimited(response: Response, max: number, url: string): Promise<Uint8Array> {
-  if (!response.body) return new Uint8Array(0);
-  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > max) {
-    await response.body.cancel().catch(() => {});
-    throw new TooLargeError(`POST ${url}: the answer (${declared} bytes) is larger than the ${max}-byte limit`);
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.length;
-    if (size > max) {
-      throw new TooLargeError(`POST ${url}: the answer is larger than the ${max}-byte limit`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
 }

@@ -6,8 +6,9 @@ import { createHttpTransport, type HttpTransportOptions } from './http.ts';
 import { createNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
-export type { BackgroundResult, BrokerTransportOptions, ResolveBrokerUrl } from './broker.ts';
-export { createBrokerTransport, kubeBrokerResolver } from './broker.ts';
+export type { BackgroundResult, BrokerTransportOptions } from './broker.ts';
+export { createBrokerTransport } from './broker.ts';
+export { kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
 export type { HttpTransportOptions } from './http.ts';
 export { createHttpTransport } from './http.ts';
 export type { NatsTransport, NatsTransportOptions } from './nats.ts';

@@ -6,32 +6,29 @@
 // NATS headers, data as the payload). The JetStream message id is the CloudEvent id, so the
 // gate's resends of one request (same id) inside the stream's duplicate window are stored once.
 // A request counts as delivered only when JetStream acknowledged storing it.
-import { type ConnectionOptions, connect, type JetStreamClient, type NatsConnection } from 'nats';
+import type { JetStreamClient } from 'nats';
 import pino, { type Logger } from 'pino';
 import type { HookDelivery } from '../api/types.ts';
 import type { CloudEventRecord } from '../schemas/event.ts';
 import { toBinary } from '../schemas/index.ts';
 import {
+  checkNatsTarget,
+  connectOwned,
   ensureStream,
-  isValidPublishSubject,
-  REQUESTS_STREAM,
-  REQUESTS_SUBJECT_PREFIX,
-  subjectFor,
-  toNatsHeaders,
-} from '../schemas/nats-binding.ts';
+  type NatsTarget,
+  type OwnedConnection,
+  publishMessage,
+  STREAMS,
+} from '../schemas/nats.ts';
+import { isValidPublishSubject, subjectFor } from '../schemas/nats-binding.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
-export interface NatsTransportOptions {
-  /** NATS server URL(s), e.g. nats://127.0.0.1:4222. Ignored when `connection` is given. */
-  servers?: string | string[];
-  /** An existing connection to use; the transport then does not close it. */
-  connection?: NatsConnection;
-  connectionOptions?: Omit<ConnectionOptions, 'servers'>;
+export interface NatsTransportOptions extends NatsTarget {
   /** How long to wait for JetStream's publish ack. Default 5 s. */
   ackTimeoutMs?: number;
-  /** JetStream dedupe window for resends (same id). Default 10 min. */
+  /** JetStream dedupe window for resends (same id). Default: STREAMS.requests. */
   duplicateWindowMs?: number;
-  /** How long requests are kept in the stream. Default 24 h. */
+  /** How long requests are kept in the stream. Default: STREAMS.requests. */
   maxAgeMs?: number;
   logger?: Logger;
 }
@@ -41,38 +38,30 @@ export interface NatsTransport extends Transport {
   ready(): Promise<void>;
 }
 
+const STREAM = STREAMS.requests;
+
 export function createNatsTransport(opts: NatsTransportOptions): NatsTransport {
-  if (!opts.connection && !opts.servers) throw new Error('nats transport: servers or connection is required');
+  checkNatsTarget(opts, 'nats transport');
   const ackTimeoutMs = opts.ackTimeoutMs ?? 5_000;
   const log = opts.logger ?? pino({ name: 'nats-transport' });
-  let setup: Promise<{ nc: NatsConnection; js: JetStreamClient }> | undefined;
+  const spec = {
+    ...STREAM,
+    ...(opts.maxAgeMs === undefined ? {} : { maxAgeMs: opts.maxAgeMs }),
+    ...(opts.duplicateWindowMs === undefined ? {} : { duplicateWindowMs: opts.duplicateWindowMs }),
+  };
+  let setup: Promise<OwnedConnection<JetStreamClient>> | undefined;
   let closed = false;
 
-  async function open(): Promise<{ nc: NatsConnection; js: JetStreamClient }> {
-    const nc =
-      opts.connection ??
-      (await connect({
-        name: 'knative-prestart-gate',
-        maxReconnectAttempts: -1,
-        ...opts.connectionOptions,
-        servers: opts.servers,
-      }));
-    try {
-      await ensureStream(await nc.jetstreamManager(), {
-        name: REQUESTS_STREAM,
-        subjects: [`${REQUESTS_SUBJECT_PREFIX}.>`],
-        maxAgeMs: opts.maxAgeMs ?? 24 * 3600_000,
-        duplicateWindowMs: opts.duplicateWindowMs ?? 10 * 60_000,
-      });
-    } catch (err) {
-      if (!opts.connection) await nc.close().catch(() => {});
-      throw err;
-    }
-    log.info({ server: nc.getServer(), stream: REQUESTS_STREAM }, 'NATS JetStream request stream ready');
-    return { nc, js: nc.jetstream() };
+  async function open(): Promise<OwnedConnection<JetStreamClient>> {
+    const conn = await connectOwned(opts, 'knative-prestart-gate', async (nc) => {
+      await ensureStream(await nc.jetstreamManager(), spec);
+      return nc.jetstream();
+    });
+    log.info({ server: conn.nc.getServer(), stream: STREAM.name }, 'NATS JetStream request stream ready');
+    return conn;
   }
 
-  function ready(): Promise<{ nc: NatsConnection; js: JetStreamClient }> {
+  function ready(): Promise<OwnedConnection<JetStreamClient>> {
     if (closed) return Promise.reject(new TransportError('nats transport closed', true));
     if (!setup) {
       setup = open();
@@ -85,25 +74,20 @@ export function createNatsTransport(opts: NatsTransportOptions): NatsTransport {
   }
 
   async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
-    const subject = delivery.nats?.subject ?? subjectFor(REQUESTS_SUBJECT_PREFIX, hook);
+    const subject = delivery.nats?.subject ?? subjectFor(STREAM.subjectPrefix, hook);
     if (!isValidPublishSubject(subject)) {
       throw new TransportError(`hook ${hook}: ${JSON.stringify(subject)} is not a NATS subject one can publish to`, false);
     }
     let js: JetStreamClient;
     try {
-      ({ js } = await ready());
+      js = (await ready()).value;
     } catch (err) {
       if (err instanceof TransportError) throw err;
-      throw new TransportError(`NATS: cannot connect or set up stream ${REQUESTS_STREAM}: ${(err as Error).message}`, true);
+      throw new TransportError(`NATS: cannot connect or set up stream ${STREAM.name}: ${(err as Error).message}`, true);
     }
     const message = toBinary(event);
-    const body = typeof message.body === 'string' ? new TextEncoder().encode(message.body) : message.body;
     try {
-      const ack = await js.publish(subject, body, {
-        msgID: event.id,
-        headers: toNatsHeaders(message),
-        timeout: ackTimeoutMs,
-      });
+      const ack = await publishMessage(js, subject, message, { msgID: event.id, timeoutMs: ackTimeoutMs });
       if (ack.duplicate) log.debug({ hook, subject, eventId: event.id, seq: ack.seq }, 'request already in the stream (resend)');
       return { type: 'accepted' };
     } catch (err) {
@@ -121,9 +105,7 @@ export function createNatsTransport(opts: NatsTransportOptions): NatsTransport {
       closed = true;
       const current = setup;
       setup = undefined;
-      if (!current || opts.connection) return;
-      const conn = await current.catch(() => undefined);
-      await conn?.nc.drain().catch(() => conn.nc.close());
+      await (await current?.catch(() => undefined))?.release();
     },
   };
 }

@@ -47,6 +47,8 @@ export interface GateConfig {
   workers: number;
   /** How long a dead leader's lease blocks a successor. */
   leaseSeconds?: number;
+  /** How often the leader reconciles every Revision again, events or not; 0 turns it off. Default DEFAULTS.resyncSeconds. */
+  resyncSeconds?: number;
 }
 
 export const DEFAULTS = {
@@ -58,4 +60,12 @@ export const DEFAULTS = {
   maxReplyBytes: 64 * 1024,
   workers: 4,
   source: '/apis/prestart.dev/v1alpha1/gate',
+  /**
+   * Knative's controllers resync every 10 h: there a missed event only delays convergence. Here
+   * it can leave a Revision held, which users see at once, so the bound is minutes. Held
+   * Revisions with hooks in flight already wake up on their own (deadlines, resends every 30 s by
+   * default); the resync only catches what no event and no timer covers, and costs one decide()
+   * per Revision from the cache, no apiserver request for a Revision with nothing to do.
+   */
+  resyncSeconds: 300,
 } as const;

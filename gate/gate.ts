@@ -8,11 +8,13 @@ import pino, { type Logger } from 'pino';
 import { toHook } from '../api/resources.ts';
 import { createTransports, kubeBrokerResolver, type Transports } from '../emitter/index.ts';
 import { createSinkRouter } from '../sinks/http.ts';
+import { createIntake } from '../sinks/intake.ts';
 import { createSinkMetrics } from '../sinks/metrics.ts';
 import { createNatsSink, type NatsSink } from '../sinks/nats.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
-import type { GateConfig } from './config.ts';
+import { DEFAULTS, type GateConfig } from './config.ts';
 import { type Caches, startCaches, syncCaches } from './shell/caches.ts';
+import { type Clock, systemClock } from './shell/clock.ts';
 import { Controller } from './shell/controller.ts';
 import { loadOrCreateKeyRing } from './shell/keys.ts';
 import { KubeClient } from './shell/kube-client.ts';
@@ -34,14 +36,20 @@ export interface RunningGate {
   stop(): Promise<void>;
 }
 
-export async function startGate(config: GateConfig, log: Logger = pino({ name: 'gate' })): Promise<RunningGate> {
+/** `clock` is the gate's one source of time: Observed.now, answeredAt and event timestamps. */
+export async function startGate(
+  config: GateConfig,
+  log: Logger = pino({ name: 'gate' }),
+  clock: Clock = systemClock,
+): Promise<RunningGate> {
   const kc = config.kubeConfig;
   const client = new KubeClient(kc);
   const metrics = createMetrics();
   const caches = await startCaches(kc, client, log, config.namespaceSelector);
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
-  const replies = new ReplyRecorder(client, (ns, name) => caches.runs.get(name, ns), log, metrics);
-  const onReply = replies.record.bind(replies);
+  const replies = new ReplyRecorder(client, (ns, name) => caches.runs.get(name, ns), log, metrics, clock);
+  // The one way into the state for every reply: HTTP sink, NATS sink, synchronous answers.
+  const intake = createIntake({ keys, maxBytes: config.sink.maxBytes, onReply: replies.record.bind(replies) });
   const sinkMetrics = createSinkMetrics(metrics.registry);
 
   // Ready once the webhooks serve and the controller may lead: a probe (and the tests) must not
@@ -57,7 +65,7 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   sinkApp.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  sinkApp.use(createSinkRouter({ keys, onReply, maxBytes: config.sink.maxBytes, logger: log, metrics: sinkMetrics }));
+  sinkApp.use(createSinkRouter({ ...intake.options, logger: log, metrics: sinkMetrics }));
   const sinkServer = await listen(createHttpServer(sinkApp), config.sink.host, config.sink.port);
   const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
 
@@ -71,7 +79,7 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   });
   let natsSink: NatsSink | undefined;
   if (config.nats) {
-    natsSink = createNatsSink({ servers: config.nats.servers, keys, onReply, logger: log, metrics: sinkMetrics });
+    natsSink = createNatsSink({ ...intake.options, servers: config.nats.servers, logger: log, metrics: sinkMetrics });
     await natsSink.start();
   }
 
@@ -104,8 +112,6 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
     keys,
     source: config.source,
     replyTo: sinkUrl,
-    replies,
-    maxReplyBytes: config.sink.maxBytes,
     log,
     metrics,
   });
@@ -118,10 +124,11 @@ export async function startGate(config: GateConfig, log: Logger = pino({ name: '
   function newController(): Controller {
     return new Controller({
       caches,
-      apply: { client, sender, now: () => new Date() },
+      apply: { client, sender, intake, clock },
       log,
       metrics,
       workers: config.workers,
+      resyncMs: (config.resyncSeconds ?? DEFAULTS.resyncSeconds) * 1000,
     });
   }
   const leader = new LeaderElector(

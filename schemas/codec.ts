@@ -1,10 +1,16 @@
-// The CloudEvents HTTP protocol binding (binary and structured content modes), written out
-// here rather than taken from the SDK: the SDK's reader fills a missing id with a fresh UUID,
-// misses extension headers that are not lowercase, and neither percent-encodes nor decodes
-// header values. The NATS transport reuses the same header names.
+// Reading CloudEvents off the HTTP protocol binding (binary and structured content modes), written
+// out here rather than taken from the SDK, whose reader is lax where our contract is strict: it
+// invents a missing id (structured) and a missing time, assumes specversion 1.0 when it is absent,
+// builds the event unvalidated (no source, an empty type, specversion 0.3, a numeric id or an
+// object extension all pass; a bad time is silently replaced by now), drops extension headers that
+// are not lowercase, keeps the last of two differently spelled duplicate headers, neither decodes
+// percent-encoded header values, turns a body that is not JSON into a string and silently drops
+// `data` when `data_base64` is there too. Writing is the SDK's (encode.ts). The NATS transport
+// reuses the same header names.
 
 import { BATCH_CONTENT_TYPE, JSON_CONTENT_TYPE, SPEC_VERSION, STRUCTURED_CONTENT_TYPE } from './attributes.ts';
-import type { CloudEventRecord, Message } from './event.ts';
+import type { CloudEventRecord } from './event.ts';
+import { headerEntries } from './http-binding.ts';
 
 export type ContractErrorCode =
   | 'malformed'
@@ -58,33 +64,6 @@ const ATTRIBUTE_NAME = /^[a-z0-9]{1,64}$/;
 const CORE = new Set(['specversion', 'id', 'source', 'type', 'subject', 'time', 'datacontenttype', 'dataschema']);
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Binary content mode: attributes in ce-* headers (percent-encoded), data as the body. */
-export function toBinary(event: CloudEventRecord): Message {
-  const headers: Record<string, string> = {};
-  const contentType = event.datacontenttype ?? (event.data === undefined ? undefined : JSON_CONTENT_TYPE);
-  if (contentType) headers['content-type'] = contentType;
-  for (const [name, value] of Object.entries(event)) {
-    if (value === undefined || name === 'data' || name === 'data_base64' || name === 'datacontenttype') continue;
-    headers[CE_PREFIX + name] = encodeHeaderValue(attributeString(name, value));
-  }
-  return { headers, body: encodeData(event.data, contentType) };
-}
-
-/** Structured content mode: the whole event as one application/cloudevents+json document. */
-export function toStructured(event: CloudEventRecord): Message {
-  const document: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(event)) {
-    if (value === undefined || name === 'data') continue;
-    document[name] = value instanceof Date ? value.toISOString() : value;
-  }
-  if (event.data instanceof Uint8Array) document.data_base64 = Buffer.from(event.data).toString('base64');
-  else if (event.data !== undefined) document.data = event.data;
-  return {
-    headers: { 'content-type': `${STRUCTURED_CONTENT_TYPE}; charset=utf-8` },
-    body: JSON.stringify(document),
-  };
-}
 
 /**
  * Reads one CloudEvent from a message in binary or structured mode. Checks what the binding
@@ -227,31 +206,6 @@ function isScalar(value: unknown): boolean {
   return typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
 }
 
-function attributeString(name: string, value: unknown): string {
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return String(value);
-  throw new TypeError(`attribute ${name} cannot be sent as a header: ${typeof value}`);
-}
-
-function encodeData(data: unknown, contentType: string | undefined): string | Uint8Array {
-  if (data === undefined) return '';
-  if (data instanceof Uint8Array) return data;
-  if (typeof data === 'string' && !(contentType && isJson(contentType))) return data;
-  return JSON.stringify(data);
-}
-
-// HTTP binding 3.1.3.2: space, '"', '%' and everything outside printable ASCII is
-// percent-encoded as UTF-8.
-function encodeHeaderValue(value: string): string {
-  let out = '';
-  for (const char of value) {
-    const code = char.codePointAt(0) ?? 0;
-    if (code >= 0x21 && code <= 0x7e && char !== '"' && char !== '%') out += char;
-    else for (const byte of Buffer.from(char, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
-}
-
 function decodeHeaderValue(value: string): string {
   if (!value.includes('%')) return value;
   try {
@@ -264,11 +218,8 @@ function decodeHeaderValue(value: string): string {
 
 function lowercaseHeaders(headers: ReceivedMessage['headers']): Map<string, string> | undefined {
   const out = new Map<string, string>();
-  for (const [name, raw] of Object.entries(headers)) {
-    if (raw === undefined) continue;
-    // Arrays come from node's http; numbers from SDKs that put Integer attributes in headers as is.
-    const value = Array.isArray(raw) ? raw.join(', ') : String(raw);
-    const key = name.toLowerCase();
+  for (const [key, value] of headerEntries(headers)) {
+    // Two spellings of one name saying different things: which one counts is anyone's guess.
     const seen = out.get(key);
     if (seen !== undefined && seen !== value) return undefined;
     out.set(key, value);

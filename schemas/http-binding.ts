@@ -1,10 +1,14 @@
 // The HTTP side of the contract shared by the senders and the receivers: which statuses may be
 // retried, what counts as a CloudEvent on the wire, and header and error helpers. Pure.
-import { isStructuredContentType } from './nats-binding.ts';
 
 /** Statuses after which the same request may succeed later (as Knative's dispatcher retries). */
 export function isRetriableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/** Any application/cloudevents media type (structured or batch mode; which one is for the parser to say). */
+export function isStructuredContentType(contentType: string | undefined): boolean {
+  return contentType?.trim().toLowerCase().startsWith('application/cloudevents') ?? false;
 }
 
 /**
@@ -37,20 +41,26 @@ export function describeNetworkError(err: unknown): string {
   return e?.message ?? String(err);
 }
 
-export function lowercaseHeaders(headers: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  headers.forEach((value, key) => {
-    out[key.toLowerCase()] = value;
-  });
+/** Headers as fetch, node's http, NATS-translated messages or SDKs hand them over. */
+export type HeaderSource = Headers | Readonly<Record<string, string | readonly string[] | number | undefined>>;
+
+/**
+ * Each header once, as [lowercase name, value]: repeated values joined with ", " as HTTP folds
+ * them, numbers (from SDKs that put Integer attributes in headers as is) as strings. Two
+ * spellings of one name stay two entries, for the caller to judge.
+ */
+export function headerEntries(headers: HeaderSource): Array<[string, string]> {
+  const raw: Iterable<[string, string | readonly string[] | number | undefined]> =
+    headers instanceof Headers ? headers.entries() : Object.entries(headers);
+  const out: Array<[string, string]> = [];
+  for (const [name, value] of raw) {
+    if (value === undefined) continue;
+    out.push([name.toLowerCase(), Array.isArray(value) ? value.join(', ') : String(value)]);
+  }
   return out;
 }
 
-/** Node's incoming headers as the single-valued lowercase map a Message holds. */
-export function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    out[key.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return out;
+/** Headers as the single-valued lowercase map a Message holds (of two spellings of a name, the last wins). */
+export function flattenHeaders(headers: HeaderSource): Record<string, string> {
+  return Object.fromEntries(headerEntries(headers));
 }

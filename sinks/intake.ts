@@ -1,5 +1,8 @@
-// The one path every received completed event takes, whatever carried it: parse and verify with
-// the schemas' codec, then hand the verified reply to the gate. Bad input never reaches the gate.
+// The one path every reply takes into the gate's state, whatever carried it: the HTTP sink, the
+// NATS sink, a hook's synchronous 200 answer (the gate hands it over once the action list that
+// sent the request is applied), and the replies the gate makes itself (a delivery failure).
+// Completed events are parsed and verified with the schemas' codec first: bad input never reaches
+// the gate. The gate builds one Intake and wires it into every one of those roads.
 
 import type { Reply } from '../api/types.ts';
 import type { Message } from '../schemas/event.ts';
@@ -20,13 +23,33 @@ export interface HandleOptions {
   onReply: OnReply;
 }
 
+export interface Intake {
+  /** What the sinks are built with: the same keys, limit and recorder as every other road. */
+  readonly options: HandleOptions;
+  /** A completed event as it came off the wire. */
+  message(message: Message): Promise<Handled>;
+  /** A reply the gate built itself: nothing to parse or verify. */
+  reply(reply: Reply): Promise<Handled>;
+}
+
+export function createIntake(options: HandleOptions): Intake {
+  return {
+    options,
+    message: (message) => handleCompleted(message, options),
+    reply: (reply) => deliver(reply, options.onReply),
+  };
+}
+
 export async function handleCompleted(message: Message, opts: HandleOptions): Promise<Handled> {
   const parsed = parseCompleted(message, { keys: opts.keys, maxBytes: opts.maxBytes });
   if (!parsed.ok) return { outcome: 'invalid', ...parsed.error };
-  const reply = parsed.reply;
+  return deliver(parsed.reply, opts.onReply);
+}
+
+async function deliver(reply: Reply, onReply: OnReply): Promise<Handled> {
   let disposition: Awaited<ReturnType<OnReply>>;
   try {
-    disposition = await opts.onReply(reply);
+    disposition = await onReply(reply);
   } catch (err) {
     return { outcome: 'transient', reply, error: err instanceof Error ? err : new Error(String(err)) };
   }

@@ -6,45 +6,20 @@
 // (duplicate). Input no retry can fix is terminated with the reason; transient trouble is nak'ed
 // with a growing delay. A replica that dies mid-way never acks, and JetStream redelivers the
 // message after ack_wait to whichever replica pulls next.
-import {
-  AckPolicy,
-  type ConnectionOptions,
-  type ConsumerConfig,
-  type ConsumerMessages,
-  connect,
-  DeliverPolicy,
-  type JetStreamManager,
-  type JsMsg,
-  type NatsConnection,
-  nanos,
-  type PubAck,
-} from 'nats';
+import type { ConsumerMessages, JsMsg } from 'nats';
 import pino, { type Logger } from 'pino';
-import type { CloudEventRecord } from '../schemas/event.ts';
-import { DEFAULT_MAX_REPLY_BYTES, type KeyRing, toBinary, toStructured } from '../schemas/index.ts';
-import {
-  ensureStream,
-  fromNatsMessage,
-  REPLIES_STREAM,
-  REPLIES_SUBJECT_PREFIX,
-  serverSupportsTermReason,
-  subjectFor,
-  toNatsHeaders,
-} from '../schemas/nats-binding.ts';
+import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
+import { checkNatsTarget, connectOwned, ensureDurableConsumer, ensureStream, type NatsTarget, STREAMS } from '../schemas/nats.ts';
+import { fromNatsMessage, serverSupportsTermReason } from '../schemas/nats-binding.ts';
 import { type Handled, handleCompleted } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
 import type { OnReply } from './types.ts';
 
 export const DEFAULT_REPLIES_DURABLE = 'prestart-gate';
 
-export interface NatsSinkOptions {
+export interface NatsSinkOptions extends NatsTarget {
   keys: KeyRing;
   onReply: OnReply;
-  /** NATS server URL(s). Ignored when `connection` is given. */
-  servers?: string | string[];
-  /** An existing connection; the sink then leaves it open on stop(). */
-  connection?: NatsConnection;
-  connectionOptions?: Omit<ConnectionOptions, 'servers'>;
   /** Durable consumer name shared by all gate replicas. Default "prestart-gate". */
   durable?: string;
   /** Largest accepted event. Default 64 KiB. */
@@ -56,7 +31,7 @@ export interface NatsSinkOptions {
   maxNakDelayMs?: number;
   /** Replies handled at once by this replica. Default 4. */
   concurrency?: number;
-  /** How long replies are kept in the stream. Default 24 h. */
+  /** How long replies are kept in the stream. Default: STREAMS.replies. */
   maxAgeMs?: number;
   logger?: Logger;
   metrics?: SinkMetrics;
@@ -70,7 +45,7 @@ export interface NatsSink {
 }
 
 export function createNatsSink(opts: NatsSinkOptions): NatsSink {
-  if (!opts.connection && !opts.servers) throw new Error('nats sink: servers or connection is required');
+  checkNatsTarget(opts, 'nats sink');
   const durable = opts.durable ?? DEFAULT_REPLIES_DURABLE;
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_REPLY_BYTES;
   const concurrency = Math.max(1, opts.concurrency ?? 4);
@@ -78,7 +53,7 @@ export function createNatsSink(opts: NatsSinkOptions): NatsSink {
   const maxNakDelayMs = opts.maxNakDelayMs ?? 60_000;
   const log = opts.logger ?? pino({ name: 'nats-sink' });
   const metrics = opts.metrics ?? createSinkMetrics();
-  let nc: NatsConnection | undefined;
+  let release: (() => Promise<void>) | undefined;
   let messages: ConsumerMessages | undefined;
   let loop: Promise<void> | undefined;
   const inflight = new Set<Promise<void>>();
@@ -132,31 +107,31 @@ export function createNatsSink(opts: NatsSinkOptions): NatsSink {
   return {
     async start() {
       if (loop) return;
-      const conn =
-        opts.connection ??
-        (await connect({ name: 'knative-prestart-sink', maxReconnectAttempts: -1, ...opts.connectionOptions, servers: opts.servers }));
-      try {
-        const jsm = await conn.jetstreamManager();
-        await ensureRepliesStreamWith(jsm, opts.maxAgeMs);
-        await ensureConsumer(jsm, durable, opts.ackWaitMs ?? 30_000);
-        const consumer = await conn.jetstream().consumers.get(REPLIES_STREAM, durable);
-        messages = await consumer.consume({ max_messages: concurrency * 2 });
-      } catch (err) {
-        if (!opts.connection) await conn.close().catch(() => {});
-        throw err;
-      }
-      nc = conn;
+      const stream = STREAMS.replies;
+      const owned = await connectOwned(opts, 'knative-prestart-sink', async (nc) => {
+        const jsm = await nc.jetstreamManager();
+        await ensureStream(jsm, opts.maxAgeMs === undefined ? stream : { ...stream, maxAgeMs: opts.maxAgeMs });
+        await ensureDurableConsumer(jsm, stream.name, {
+          durable,
+          filterSubject: `${stream.subjectPrefix}.>`,
+          ackWaitMs: opts.ackWaitMs ?? 30_000,
+        });
+        return (await nc.jetstream().consumers.get(stream.name, durable)).consume({ max_messages: concurrency * 2 });
+      });
+      const conn = owned.nc;
+      const pulled = owned.value;
+      messages = pulled;
+      release = owned.release;
       const termWithReason = serverSupportsTermReason(conn.info?.version);
-      const stream = messages;
-      loop = run(stream, termWithReason).catch((err: unknown) => log.error({ err }, 'reply consumer stopped'));
+      loop = run(pulled, termWithReason).catch((err: unknown) => log.error({ err }, 'reply consumer stopped'));
       // A connection closed under the sink (by its owner, or for good) would leave the consumer
       // retrying on a dead connection: stop pulling; unacked replies go to other replicas.
       void conn.closed().then(() => {
-        if (messages !== stream) return;
+        if (messages !== pulled) return;
         log.warn({ durable }, 'NATS connection closed; reply consumer stops');
-        void stream.close().catch(() => {});
+        void pulled.close().catch(() => {});
       });
-      log.info({ server: conn.getServer(), stream: REPLIES_STREAM, durable }, 'NATS reply consumer started');
+      log.info({ server: conn.getServer(), stream: stream.name, durable }, 'NATS reply consumer started');
     },
     async stop() {
       if (!loop) return;
@@ -165,65 +140,9 @@ export function createNatsSink(opts: NatsSinkOptions): NatsSink {
       await stream?.close().catch(() => {});
       await loop;
       await Promise.allSettled([...inflight]);
-      if (!opts.connection) await nc?.drain().catch(() => nc?.close());
+      await release?.();
       loop = undefined;
-      nc = undefined;
+      release = undefined;
     },
   };
-}
-
-/** The replies stream with the gate's defaults; hooks may call it before their first sendReply. */
-export async function ensureRepliesStream(nc: NatsConnection, maxAgeMs?: number): Promise<void> {
-  await ensureRepliesStreamWith(await nc.jetstreamManager(), maxAgeMs);
-}
-
-async function ensureRepliesStreamWith(jsm: JetStreamManager, maxAgeMs = 24 * 3600_000): Promise<void> {
-  await ensureStream(jsm, {
-    name: REPLIES_STREAM,
-    subjects: [`${REPLIES_SUBJECT_PREFIX}.>`],
-    maxAgeMs,
-    duplicateWindowMs: 2 * 60_000,
-  });
-}
-
-async function ensureConsumer(jsm: JetStreamManager, durable: string, ackWaitMs: number): Promise<void> {
-  const wanted: Partial<ConsumerConfig> = {
-    durable_name: durable,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    filter_subject: `${REPLIES_SUBJECT_PREFIX}.>`,
-    ack_wait: nanos(ackWaitMs),
-    // Unbounded: a reply that keeps failing transiently ends when the gate finds it stale (term).
-    max_deliver: -1,
-  };
-  const existing = await jsm.consumers.info(REPLIES_STREAM, durable).catch(() => undefined);
-  if (!existing) {
-    await jsm.consumers.add(REPLIES_STREAM, wanted);
-    return;
-  }
-  if (existing.config.ack_wait !== wanted.ack_wait || existing.config.filter_subject !== wanted.filter_subject) {
-    await jsm.consumers.update(REPLIES_STREAM, durable, { ack_wait: wanted.ack_wait, filter_subject: wanted.filter_subject });
-  }
-}
-
-export interface SendReplyOptions {
-  /** Default binary (attributes in `ce-*` NATS headers). */
-  mode?: 'binary' | 'structured';
-  /** Default `prestart.replies.<hook>`. */
-  subject?: string;
-  timeoutMs?: number;
-}
-
-/**
- * Publishes a completed event for `hook` (as a hook does) and waits for JetStream to store it.
- * The message id is the CloudEvent id, so a hook resending the same reply is stored once.
- */
-export async function sendReply(nc: NatsConnection, hook: string, event: CloudEventRecord, opts: SendReplyOptions = {}): Promise<PubAck> {
-  const message = opts.mode === 'structured' ? toStructured(event) : toBinary(event);
-  const body = typeof message.body === 'string' ? new TextEncoder().encode(message.body) : message.body;
-  return nc.jetstream().publish(opts.subject ?? subjectFor(REPLIES_SUBJECT_PREFIX, hook), body, {
-    msgID: event.id,
-    headers: toNatsHeaders(message),
-    timeout: opts.timeoutMs ?? 5_000,
-  });
 }

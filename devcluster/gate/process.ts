@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { deathSignalPrefix } from '../processes.ts';
 import { waitFor } from '../wait.ts';
-import type { GateEnv } from './harness.ts';
+import type { GateEnv } from './env.ts';
 
 const cli = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
 /**

@@ -1,7 +1,7 @@
 // How test hooks answer: synchronously in the HTTP response, or later by POSTing to replyTo.
 import type { Contribution } from '../../api/types.ts';
 import { buildCompleted, toBinary } from '../../schemas/index.ts';
-import type { ReceivedRequest } from './harness.ts';
+import type { ReceivedRequest } from './hook-server.ts';
 
 type Outcome = 'succeeded' | 'failed' | 'progress';
 

@@ -10,7 +10,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { applyManifests } from '../../devcluster/apply.ts';
 import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
-import { GATE_USER } from '../../devcluster/gate/harness.ts';
+import { GATE_USER } from '../../devcluster/gate/env.ts';
 import { startIngressStandIn } from '../../devcluster/knative-client.ts';
 import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
 import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';

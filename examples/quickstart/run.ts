@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { controlPlaneBinaries, pinnedVersions } from '../../devcluster/binaries.ts';
 import type { Cluster } from '../../devcluster/control-plane.ts';
-import { GATE_USER } from '../../devcluster/gate/harness.ts';
+import { GATE_USER } from '../../devcluster/gate/env.ts';
 import type { RunningGate } from '../../gate/gate.ts';
 import { createDemoService, DEMO, prepareDemo } from './demo.ts';
 import { createLiveView } from './live.ts';

@@ -3,7 +3,7 @@
 // from the objects as last seen. Pure, so the wording and the "done" rule are unit-tested.
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { RunObject } from '../../api/resources.ts';
-import { isHeld } from '../../devcluster/gate/harness.ts';
+import { isHeld } from '../../devcluster/gate/revisions.ts';
 import { type CoreEvent, condition, type KnativeObject } from '../../devcluster/knative-client.ts';
 
 export interface DemoObjects {

@@ -1,10 +1,9 @@
 // Checks on what a hook asks to project into the Revision's pods. A hook may only contribute the
 // kinds its PrestartHook allows, and every name must be valid where the Pod webhook puts it, so a
 // bad reply cannot make the Revision's pods unschedulable.
+import { isDns1123Label, isDns1123Subdomain } from '../../api/names.ts';
 import type { Contribution, ContributionKind } from '../../api/types.ts';
 
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 // Kubernetes validation for env var names and Secret keys.
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
@@ -12,14 +11,6 @@ const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
 /** Volumes are named `prestart-<name>` and volume names are DNS-1123 labels of at most 63 characters. */
 export const VOLUME_PREFIX = 'prestart-';
 const MAX_NAME = 63 - VOLUME_PREFIX.length;
-
-export function isDns1123Subdomain(name: string): boolean {
-  return name.length <= 253 && DNS1123_SUBDOMAIN.test(name);
-}
-
-export function isDns1123Label(name: string): boolean {
-  return name.length <= 63 && DNS1123_LABEL.test(name);
-}
 
 export interface FilteredContributions {
   kept: Contribution[];

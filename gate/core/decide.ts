@@ -18,8 +18,8 @@
  * | 5  | not held, otherwise                              | nothing: unheld Revisions are never touched                    |
  * | 6  | held, no run, hooks annotation missing/malformed | setHoldReason + Warning InvalidHooksAnnotation (only when the  |
  * |    |                                                  | reason is not already there); never release: fail closed       |
- * | 7  | held, no run                                     | createRun: snapshots of the named hooks, all Pending; a hook   |
- * |    |                                                  | not found or invalid is Failed under Fail. Nothing else yet.   |
+ * | 7  | held, no run (new, or its run was deleted: the   | createRun: snapshots of the named hooks, all Pending; a hook   |
+ * |    | admin's way to start over)                       | not found or invalid is Failed under Fail. Nothing else yet.   |
  * | 8  | held, run Released                               | release again (idempotent; stale cache or interrupted release) |
  * | 9  | held, run Cancelled                              | keep the hold reason; a cancelled run is final (delete the     |
  * |    |                                                  | PrestartRun to start over)                                     |
@@ -65,6 +65,7 @@ import { HookSpecError, snapshotHook } from './snapshot.ts';
 import { parseHookNames } from './stamp.ts';
 import {
   compact,
+  contributionsOf,
   derivePhase,
   describeOutcome,
   type HookEntry,
@@ -99,8 +100,7 @@ export function decide(o: Observed): Decision {
   if (!run) return createRun(o);
   const status = run.status;
   if (status?.phase === 'Released') {
-    const inject = injects(joinHooks(run.spec, status.hooks));
-    return { actions: [...holdReasonActions(o, undefined), { type: 'release', inject }] };
+    return { actions: [...holdReasonActions(o, undefined), { type: 'release', inject: hasContributions(status) }] };
   }
   if (status?.phase === 'Cancelled') {
     return { actions: holdReasonActions(o, cancelledHoldReason(readyOf(status)?.message)) };
@@ -274,7 +274,7 @@ function advance(o: Observed, run: PrestartRunView): Decision {
   const actions: Action[] = [];
   if (phase === 'Released') {
     actions.push(...holdReasonActions(o, undefined));
-    actions.push({ type: 'release', inject: injects(entries) });
+    actions.push({ type: 'release', inject: hasContributions(status) });
     if (changed) actions.push({ type: 'updateRunStatus', status });
     events.push(event('Normal', 'Released', ready.message ?? ''));
   } else {
@@ -348,8 +348,9 @@ function nextWakeup(entries: readonly HookEntry[], now: number): number | undefi
   return Number.isFinite(next) ? Math.max(0, Math.ceil(next - now)) : undefined;
 }
 
-function injects(entries: readonly HookEntry[]): boolean {
-  return entries.some((e) => e.status.phase === 'Succeeded' && (e.status.contributions?.length ?? 0) > 0);
+/** The same rule the Pod webhook injects by, so the inject label is set exactly when a pod gets something. */
+function hasContributions(status: PrestartRunStatus): boolean {
+  return contributionsOf(status).length > 0;
 }
 
 function newlyFailed(prev: PrestartRunStatus | undefined, ready: ReadyCondition): boolean {

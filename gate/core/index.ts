@@ -1,7 +1,7 @@
 // The gate's functional core: pure decisions over plain data. The shell observes, calls these and
 // applies what they return.
 
-export { type FilteredContributions, filterContributions, isDns1123Label, isDns1123Subdomain } from './contributions.ts';
+export { type FilteredContributions, filterContributions } from './contributions.ts';
 export { decide, FOREIGN_RUN_REQUEUE_MS } from './decide.ts';
 export { DurationError, formatDuration, parseDurationMs, parseDurationSeconds } from './duration.ts';
 export {
@@ -17,7 +17,15 @@ export {
 } from './inject.ts';
 export { escapePointerToken, type JsonPatchOp, pointer } from './jsonpatch.ts';
 export { compareHooks, hookMatches, hooksFor, labelSelectorErrors, labelSelectorMatches } from './match.ts';
-export { applyReply } from './reply.ts';
+export {
+  applyReply,
+  deliveryFailureReply,
+  GATE_REPLY_KEY,
+  invalidReplyFailure,
+  type RequestRef,
+  requestRef,
+} from './reply.ts';
 export { HookSpecError, snapshotHook } from './snapshot.ts';
 export { parseHookNames, type StampResult, stampRevision } from './stamp.ts';
+export { contributionsOf } from './status.ts';
 export type * from './types.ts';

@@ -2,13 +2,46 @@
 // so a reply may be a duplicate, belong to an older attempt, or arrive after the run moved on;
 // only a reply for the hook's current attempt while it is still waiting changes anything. The run
 // phase, conditions and events are left to decide(), which sees the new hook status next.
+//
+// Also the gate's own replies: what a request that could not be delivered, or a synchronous
+// answer that is not a valid reply, does to the hook. The gate and the simulator both ask here.
 
-import type { HookStatus, PrestartRunView, Reply } from '../../api/types.ts';
+import type { HookStatus, PrestartRunView, Reply, RevisionView } from '../../api/types.ts';
 import { filterContributions } from './contributions.ts';
 import { oneLine, summaryOf } from './status.ts';
 import type { ReplyResult } from './types.ts';
 
 const MAX_MESSAGE = 1024;
+
+/** The request a reply answers: one attempt of one hook for one Revision. */
+export type RequestRef = Pick<Reply, 'namespace' | 'revision' | 'revisionUID' | 'hook' | 'attempt'>;
+
+export function requestRef(revision: Pick<RevisionView, 'namespace' | 'name' | 'uid'>, hook: string, attempt: number): RequestRef {
+  return { namespace: revision.namespace, revision: revision.name, revisionUID: revision.uid, hook, attempt };
+}
+
+/** The eventKey of every reply the gate makes itself, for logs. */
+export const GATE_REPLY_KEY = 'gate/delivery-failure';
+
+/**
+ * A start request the transport could not deliver. A permanent refusal (the hook answered 4xx,
+ * or its delivery cannot work) fails the hook at once, so the user sees why instead of silence
+ * until the timeout; anything retriable returns undefined: the resend rule of decide() sends it
+ * again, nothing is lost by waiting.
+ */
+export function deliveryFailureReply(ref: RequestRef, failure: { retriable: boolean; reason: string }): Reply | undefined {
+  if (failure.retriable) return undefined;
+  return gateFailure(ref, `the hook could not take the request: ${failure.reason}`);
+}
+
+/** A synchronous answer that is not a valid completed event: the hook fails, as a sink would refuse it. */
+export function invalidReplyFailure(ref: RequestRef, reason: string): Reply {
+  return gateFailure(ref, `the hook answered with an invalid reply: ${reason}`);
+}
+
+function gateFailure(ref: RequestRef, message: string): Reply {
+  return { ...ref, outcome: 'failed', message, eventKey: GATE_REPLY_KEY };
+}
 
 export function applyReply(run: PrestartRunView, reply: Reply, now: Date): ReplyResult {
   const reject = (reason: string): ReplyResult => ({ type: 'rejected', reason, permanent: true });

@@ -4,6 +4,7 @@
 
 import type {
   Condition,
+  Contribution,
   FailurePolicy,
   HookPhase,
   HookSnapshot,
@@ -74,6 +75,11 @@ export function derivePhase(entries: readonly HookEntry[]): RunPhase {
   if (entries.every(hasPassed)) return 'Released';
   if (entries.every((e) => e.status.phase === 'Pending')) return 'Pending';
   return 'Running';
+}
+
+/** What the Revision's pods get: the contributions of the hooks that succeeded, in hook order. */
+export function contributionsOf(status: Pick<PrestartRunStatus, 'hooks'> | undefined): Contribution[] {
+  return (status?.hooks ?? []).flatMap((h) => (h.phase === 'Succeeded' ? (h.contributions ?? []) : []));
 }
 
 export function summaryOf(hooks: readonly HookStatus[]): string {

@@ -6,27 +6,28 @@ import { configurationGeneration, keyOf, splitKey, toHook, toRevisionView, toRun
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
 import { decide } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
-import { type ApplyContext, applyActions } from './apply.ts';
+import { type ApplyDeps, applyActions } from './apply.ts';
 import type { Caches } from './caches.ts';
 import type { Metrics } from './metrics.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerOptions {
   caches: Caches;
-  apply: Omit<ApplyContext, 'revision' | 'revisionResourceVersion' | 'run' | 'log'>;
+  /** The writer, the sender, the intake and the gate's one clock. */
+  apply: ApplyDeps;
   log: Logger;
   metrics: Metrics;
   workers: number;
-  now?: () => Date;
+  /** How often every Revision in the cache is reconciled again, events or not (GateConfig.resyncSeconds); 0: never. */
+  resyncMs: number;
 }
 
 export class Controller {
   readonly queue = new WorkQueue();
   private running: Promise<void>[] = [];
-  private readonly now: () => Date;
+  private resync: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: ControllerOptions) {
-    this.now = opts.now ?? (() => new Date());
     const { caches } = opts;
     const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
     caches.revisions.on('add', (rev) => {
@@ -35,20 +36,29 @@ export class Controller {
     });
     caches.revisions.on('update', enqueue);
     caches.revisions.on('delete', enqueue);
-    // A run is named after its Revision: a reply written by any replica wakes the leader.
+    // A run is named after its Revision: a reply written by any replica wakes the leader, and a
+    // deleted run (`kubectl delete prestartrun`, which the hold reason suggests) starts over.
     caches.runs.on('update', enqueue);
     caches.runs.on('add', enqueue);
+    caches.runs.on('delete', enqueue);
     caches.routes.on('update', (route) => this.enqueueHeldIn(route.metadata?.namespace));
     caches.routes.on('add', (route) => this.enqueueHeldIn(route.metadata?.namespace));
   }
 
   /** Runs workers until stop(); call only while leading. */
   start(): void {
-    for (const rev of this.opts.caches.revisions.list()) this.queue.add(keyOf(rev));
+    this.enqueueAll();
+    // Like the resync of Knative's controllers: an event the informers never delivered, or one
+    // whose reconcile gave up, cannot strand a held Revision for longer than one period.
+    if (this.opts.resyncMs > 0) {
+      this.resync = setInterval(() => this.enqueueAll(), this.opts.resyncMs);
+      this.resync.unref();
+    }
     for (let i = 0; i < this.opts.workers; i++) this.running.push(this.work());
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.resync);
     this.queue.shutdown();
     await Promise.all(this.running);
   }
@@ -90,7 +100,7 @@ export class Controller {
       run: runObj ? toRunView(runObj) : undefined,
       supersededBy: this.newerSibling(revObj),
       namedByTraffic: this.namedByTraffic(namespace, name),
-      now: this.now(),
+      now: this.opts.apply.clock.now(),
     };
     const decision = decide(observed);
     if (decision.actions.length > 0) {
@@ -125,6 +135,10 @@ export class Controller {
 
   private namedByTraffic(namespace: string, name: string): boolean {
     return this.opts.caches.routes.list(namespace).some((route) => (route.spec?.traffic ?? []).some((t) => t.revisionName === name));
+  }
+
+  private enqueueAll(): void {
+    for (const rev of this.opts.caches.revisions.list()) this.queue.add(keyOf(rev));
   }
 
   private enqueueHeldIn(namespace: string | undefined): void {

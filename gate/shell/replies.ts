@@ -1,12 +1,14 @@
-// Records a verified reply in the PrestartRun. Any replica may do this (the sinks run on every
-// replica): the write is conditional on the resourceVersion it was computed from, so concurrent
-// replies and the leader's own writes serialise through the apiserver, never overwrite each other.
+// Records a verified reply in the PrestartRun; the intake (sinks/intake.ts) is its only caller,
+// whichever road the reply took. Any replica may do this (the sinks run on every replica): the
+// write is conditional on the resourceVersion it was computed from, so concurrent replies and the
+// leader's own writes serialise through the apiserver, never overwrite each other.
 import type { Logger } from 'pino';
 import { isConflict } from '../../api/kube-errors.ts';
 import { type RunObject, toRunView } from '../../api/resources.ts';
 import type { Reply } from '../../api/types.ts';
 import type { ReplyDisposition } from '../../sinks/types.ts';
 import { applyReply } from '../core/index.ts';
+import type { Clock } from './clock.ts';
 import { crashPoint } from './crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { Metrics } from './metrics.ts';
@@ -22,7 +24,7 @@ export class ReplyRecorder {
     private readonly cachedRun: (namespace: string, name: string) => RunObject | undefined,
     private readonly log: Logger,
     private readonly metrics: Metrics,
-    private readonly now: () => Date = () => new Date(),
+    private readonly clock: Clock,
   ) {}
 
   /** Resolves once the reply is stored (or known to change nothing); throws on transient errors. */
@@ -32,7 +34,7 @@ export class ReplyRecorder {
       const run = cached ?? (await this.client.getRun(reply.namespace, reply.revision));
       if (!run)
         return this.count({ type: 'rejected', reason: `unknown revision ${reply.namespace}/${reply.revision}: no PrestartRun` }, reply);
-      const result = applyReply(toRunView(run), reply, this.now());
+      const result = applyReply(toRunView(run), reply, this.clock.now());
       // A cached copy may be behind (the reply's attempt not yet visible): refuse only what the apiserver's copy refuses.
       if (cached && result.type !== 'applied' && result.type !== 'progress') continue;
       if (result.type === 'duplicate') return this.count({ type: 'duplicate' }, reply);

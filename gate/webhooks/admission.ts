@@ -5,8 +5,8 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { type RevisionObject, type RunObject, toRevisionView } from '../../api/resources.ts';
-import type { Contribution, PrestartHook } from '../../api/types.ts';
-import { type JsonPatchOp, podPatch, stampRevision } from '../core/index.ts';
+import type { PrestartHook } from '../../api/types.ts';
+import { contributionsOf, type JsonPatchOp, podPatch, stampRevision } from '../core/index.ts';
 import type { Metrics } from '../shell/metrics.ts';
 
 interface AdmissionRequest {
@@ -110,6 +110,5 @@ async function admitPod(req: AdmissionRequest, sources: AdmissionSources, bindin
       },
     };
   }
-  const contributions: Contribution[] = (run.status?.hooks ?? []).flatMap((h) => (h.phase === 'Succeeded' ? (h.contributions ?? []) : []));
-  return patchResponse(podPatch(pod, contributions, bindingRoot));
+  return patchResponse(podPatch(pod, contributionsOf(run.status), bindingRoot));
 }

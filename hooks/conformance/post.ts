@@ -1,7 +1,9 @@
 // One delivery to the hook under test, timed, with whatever came back.
 
+import { DEFAULT_MAX_REQUEST_BYTES } from '../../schemas/attributes.ts';
 import type { Message } from '../../schemas/event.ts';
-import { describeNetworkError, lowercaseHeaders } from '../../schemas/http-binding.ts';
+import { describeNetworkError } from '../../schemas/http-binding.ts';
+import { PostError, postMessage } from '../../schemas/http-client.ts';
 
 export interface Answer {
   probe: string;
@@ -9,29 +11,25 @@ export interface Answer {
   what: string;
   sentAt: number;
   ms: number;
-  /** Absent when no HTTP answer came (network error, timeout). */
+  /** Absent when no HTTP answer came (network error, timeout, an answer past the size bound). */
   status?: number;
   headers: Record<string, string>;
   body: Uint8Array;
   error?: string;
 }
 
+// Far more than any reply needs (the gate takes 64 KiB): a larger answer is reported, not judged.
+const MAX_ANSWER_BYTES = DEFAULT_MAX_REQUEST_BYTES;
+
 export async function deliver(url: string, message: Message, probe: string, what: string, timeoutMs: number): Promise<Answer> {
   const sentAt = Date.now();
   const base = { probe, what, sentAt, headers: {}, body: new Uint8Array(0) };
   try {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { ...message.headers, 'user-agent': 'knative-prestart-conformance' },
-      body: typeof message.body === 'string' ? message.body : new Uint8Array(message.body),
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const body = new Uint8Array(await response.arrayBuffer());
-    return { ...base, ms: Date.now() - sentAt, status: response.status, headers: lowercaseHeaders(response.headers), body };
+    const answer = await postMessage(url, message, { timeoutMs, maxBytes: MAX_ANSWER_BYTES, userAgent: 'knative-prestart-conformance' });
+    return { ...base, ms: Date.now() - sentAt, ...answer };
   } catch (err) {
-    const error = (err as { name?: string })?.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeNetworkError(err);
-    return { ...base, ms: Date.now() - sentAt, error };
+    if (!(err instanceof PostError)) throw err;
+    return { ...base, ms: Date.now() - sentAt, error: err.message };
   }
 }
 

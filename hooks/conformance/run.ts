@@ -2,7 +2,7 @@
 // them), then the valid requests, their repeats and the cancels, then a quiet period in which
 // late replies to the negative probes would still show up. Every probe is judged in checks.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDns1123Subdomain } from '../../gate/core/index.ts';
+import { isDns1123Subdomain } from '../../api/names.ts';
 import type { Message } from '../../schemas/event.ts';
 import { carriesCloudEvent } from '../../schemas/http-binding.ts';
 import { EXT_CORRELATION_ID, KeyRing, toBinary, toStructured } from '../../schemas/index.ts';

@@ -10,9 +10,9 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import pino, { type Logger } from 'pino';
 import type { BackoffPolicy } from '../../api/retry.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
-import { DEFAULT_MAX_REQUEST_BYTES, type ParsedRequest, parseRequested, toBinary } from '../../schemas/index.ts';
+import { DEFAULT_MAX_REQUEST_BYTES, type ParsedRequest, toBinary } from '../../schemas/index.ts';
 import { defaultSource } from './outcome.ts';
-import { createHookRunner, type HookRunner, type Job } from './runner.ts';
+import { createHookRunner, dispatchRequest, type HookRunner, type Job } from './runner.ts';
 import { postEvent } from './send.ts';
 import type { HookHandler } from './types.ts';
 
@@ -94,32 +94,30 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
 
   async function onRequest(req: Request, res: Response): Promise<void> {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const parsed = parseRequested({ headers: req.headers, body });
-    if (!parsed.ok) {
-      log.warn({ code: parsed.error.code, reason: parsed.error.reason, ceId: req.get('ce-id') }, 'request refused');
-      res.status(parsed.error.status).json({ error: parsed.error.reason, code: parsed.error.code });
+    const dispatched = dispatchRequest(
+      runner,
+      { headers: req.headers, body },
+      {
+        ...(opts.name === undefined ? {} : { serves: opts.name }),
+        logger: log,
+        fields: { ceId: req.get('ce-id') },
+        progressFor: (request) => {
+          const target = targetOf(request);
+          return target ? (event) => post(target, event) : undefined;
+        },
+      },
+    );
+    if (dispatched.type === 'refused') {
+      res.status(dispatched.error.status).json({ error: dispatched.error.reason, code: dispatched.error.code });
       return;
     }
-    const request = parsed.request;
-    if (opts.name !== undefined && request.hook !== opts.name) {
-      log.info(
-        { event: request.key, hook: request.hook },
-        `request for hook "${request.hook}" ignored: this service serves "${opts.name}"`,
-      );
+    if (dispatched.type === 'taken') {
       res.status(202).end();
       return;
     }
-    if (request.data.action === 'cancel') {
-      const result = runner.cancel(request);
-      log.info({ event: request.key, reason: request.data.reason, result }, 'cancel');
-      res.status(202).end();
-      return;
-    }
-    const target = targetOf(request);
-    const submission = runner.submit(request, target ? (event) => post(target, event) : undefined);
+    const { request, submission } = dispatched;
     switch (submission.type) {
       case 'skipped':
-        log.info({ event: request.key, reason: submission.reason }, 'request not run');
         res.status(202).end();
         return;
       case 'finished':

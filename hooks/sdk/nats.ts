@@ -3,47 +3,30 @@
 // in the CloudEvents NATS binding. A request is acked only after its reply is stored, so a hook
 // that dies mid-run gets the request again; while the handler runs the message is kept alive
 // with working(), so JetStream does not hand it to another replica meanwhile.
-import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  AckPolicy,
-  type ConnectionOptions,
-  type ConsumerMessages,
-  connect,
-  DeliverPolicy,
-  type JetStreamManager,
-  type JsMsg,
-  type NatsConnection,
-  nanos,
-  RetentionPolicy,
-  StorageType,
-} from 'nats';
+import type { ConsumerMessages, JsMsg, NatsConnection, PubAck } from 'nats';
 import pino, { type Logger } from 'pino';
-import { type BackoffPolicy, nextRetryDelay } from '../../api/retry.ts';
+import { type BackoffPolicy, retry } from '../../api/retry.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
-import { parseRequested } from '../../schemas/index.ts';
+import { toBinary, toStructured } from '../../schemas/index.ts';
 import {
-  fromNatsMessage,
-  REPLIES_STREAM,
-  REPLIES_SUBJECT_PREFIX,
-  REQUESTS_STREAM,
-  REQUESTS_SUBJECT_PREFIX,
-  subjectFor,
-} from '../../schemas/nats-binding.ts';
-import { sendReply } from '../../sinks/nats.ts';
+  checkNatsTarget,
+  connectOwned,
+  ensureDurableConsumer,
+  ensureStream,
+  type NatsTarget,
+  publishMessage,
+  STREAMS,
+} from '../../schemas/nats.ts';
+import { fromNatsMessage, subjectFor } from '../../schemas/nats-binding.ts';
 import { defaultSource } from './outcome.ts';
-import { createHookRunner, type HookRunner } from './runner.ts';
+import { createHookRunner, dispatchRequest, type HookRunner } from './runner.ts';
 import { DEFAULT_SEND_POLICY } from './send.ts';
 import type { HookHandler } from './types.ts';
 
-export interface ServeHookNatsOptions {
+export interface ServeHookNatsOptions extends NatsTarget {
   /** The PrestartHook served; requests for other hooks are acked and left alone. */
   name: string;
   handler: HookHandler;
-  /** NATS server URL(s). Ignored when `connection` is given. */
-  servers?: string | string[];
-  /** An existing connection; it stays open on stop(). */
-  connection?: NatsConnection;
-  connectionOptions?: Omit<ConnectionOptions, 'servers'>;
   /** Durable consumer shared by the hook's replicas. Default "prestart-hook-<name>". */
   durable?: string;
   /** Default `prestart.requests.<name>` (the PrestartHook's delivery.nats.subject, if it sets one). */
@@ -68,10 +51,10 @@ export interface NatsHookService {
 }
 
 export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHookService> {
-  if (!opts.connection && !opts.servers) throw new Error('serveHookNats: servers or connection is required');
+  checkNatsTarget(opts, 'serveHookNats');
   const log = opts.logger ?? pino({ name: `prestart-hook-${opts.name}`, level: process.env.LOG_LEVEL ?? 'info' });
   const durable = opts.durable ?? `prestart-hook-${opts.name}`;
-  const subject = opts.subject ?? subjectFor(REQUESTS_SUBJECT_PREFIX, opts.name);
+  const subject = opts.subject ?? subjectFor(STREAMS.requests.subjectPrefix, opts.name);
   const ackWaitMs = opts.ackWaitMs ?? 30_000;
   const policy = opts.publishPolicy ?? DEFAULT_SEND_POLICY;
   const runner = createHookRunner({
@@ -80,23 +63,31 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     logger: log,
     ...(opts.remember ? { remember: opts.remember } : {}),
   });
-  const nc =
-    opts.connection ?? (await connect({ name: durable, maxReconnectAttempts: -1, ...opts.connectionOptions, servers: opts.servers }));
-  let stopping = false;
+  const stopping = new AbortController();
   const inflight = new Set<Promise<void>>();
 
+  const {
+    nc,
+    value: messages,
+    release,
+  } = await connectOwned(opts, durable, async (conn): Promise<ConsumerMessages> => {
+    const jsm = await conn.jetstreamManager();
+    // The gate owns the streams: a hook that starts first creates them with the same defaults
+    // and never changes what the gate set up.
+    await ensureStream(jsm, STREAMS.requests, { adjust: false });
+    await ensureStream(jsm, STREAMS.replies, { adjust: false });
+    await ensureDurableConsumer(jsm, STREAMS.requests.name, {
+      durable,
+      filterSubject: subject,
+      ackWaitMs,
+      maxAckPending: opts.maxInFlight ?? 256,
+    });
+    return (await conn.jetstream().consumers.get(STREAMS.requests.name, durable)).consume({ max_messages: 64 });
+  });
+
+  // Stopping ends the retries: the request is nak'ed and another replica sends the reply.
   async function publish(event: CloudEventRecord): Promise<void> {
-    const started = Date.now();
-    for (let tries = 1; ; tries++) {
-      try {
-        await sendReply(nc, opts.name, event);
-        return;
-      } catch (err) {
-        const delay = stopping ? undefined : nextRetryDelay(tries, Date.now() - started, policy);
-        if (delay === undefined) throw err;
-        await sleep(delay);
-      }
-    }
+    await retry(() => sendReply(nc, opts.name, event), policy, { signal: stopping.signal });
   }
 
   async function settleWith(m: JsMsg, final: CloudEventRecord): Promise<void> {
@@ -110,31 +101,24 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
   }
 
   async function handle(m: JsMsg): Promise<void> {
-    const parsed = parseRequested(fromNatsMessage(m.headers, m.data));
-    if (!parsed.ok) {
-      log.warn({ seq: m.seq, code: parsed.error.code, reason: parsed.error.reason }, 'request refused (term)');
+    const dispatched = dispatchRequest(runner, fromNatsMessage(m.headers, m.data), {
+      serves: opts.name,
+      logger: log,
+      fields: { seq: m.seq },
+      progressFor: () => publish,
+    });
+    if (dispatched.type === 'refused') {
       m.term();
       return;
     }
-    const request = parsed.request;
-    if (request.hook !== opts.name) {
-      log.info(
-        { event: request.key, hook: request.hook },
-        `request for hook "${request.hook}" ignored: this consumer serves "${opts.name}"`,
-      );
+    if (dispatched.type === 'taken') {
       m.ack();
       return;
     }
-    if (request.data.action === 'cancel') {
-      log.info({ event: request.key, reason: request.data.reason, result: runner.cancel(request) }, 'cancel');
-      m.ack();
-      return;
-    }
-    const submission = runner.submit(request, publish);
+    const { submission } = dispatched;
     if (submission.type === 'skipped') {
-      log.info({ event: request.key, reason: submission.reason }, 'request not run');
       // Shutting down is no answer to the request: another replica takes it.
-      if (stopping) m.nak();
+      if (stopping.signal.aborted) m.nak();
       else m.ack();
       return;
     }
@@ -145,21 +129,10 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     const keepAlive = setInterval(() => m.working(), Math.max(100, Math.floor(ackWaitMs / 3)));
     const final = await submission.job.done.finally(() => clearInterval(keepAlive));
     if (final) await settleWith(m, final);
-    else if (stopping) m.nak();
+    else if (stopping.signal.aborted) m.nak();
     else m.ack();
   }
 
-  let messages: ConsumerMessages;
-  try {
-    const jsm = await nc.jetstreamManager();
-    await ensureStreamExists(jsm, REQUESTS_STREAM, `${REQUESTS_SUBJECT_PREFIX}.>`, 10 * 60_000);
-    await ensureStreamExists(jsm, REPLIES_STREAM, `${REPLIES_SUBJECT_PREFIX}.>`, 2 * 60_000);
-    await ensureConsumer(jsm, { durable, subject, ackWaitMs, maxInFlight: opts.maxInFlight ?? 256 });
-    messages = await (await nc.jetstream().consumers.get(REQUESTS_STREAM, durable)).consume({ max_messages: 64 });
-  } catch (err) {
-    if (!opts.connection) await nc.close().catch(() => {});
-    throw err;
-  }
   // Not bounded here: a cancel must get through while long handlers run; JetStream's
   // max_ack_pending bounds the work instead.
   const loop = (async () => {
@@ -177,54 +150,31 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     subject,
     runner,
     async stop() {
-      if (stopping) return;
-      stopping = true;
+      if (stopping.signal.aborted) return;
+      stopping.abort(new Error('the hook is shutting down'));
       await messages.close().catch(() => {});
       await loop.catch(() => {});
       await runner.close();
       await Promise.allSettled([...inflight]);
-      if (!opts.connection) await nc.drain().catch(() => nc.close());
+      await release();
     },
   };
 }
 
-/** Creates the stream with the gate's defaults when it is missing; never changes one the gate set up. */
-async function ensureStreamExists(jsm: JetStreamManager, name: string, subjects: string, duplicateWindowMs: number): Promise<void> {
-  if (await jsm.streams.info(name).catch(() => undefined)) return;
-  try {
-    await jsm.streams.add({
-      name,
-      subjects: [subjects],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      max_age: nanos(24 * 3600_000),
-      duplicate_window: nanos(duplicateWindowMs),
-    });
-  } catch (err) {
-    // Another replica or the gate created it meanwhile.
-    if (!(await jsm.streams.info(name).catch(() => undefined))) throw err;
-  }
+export interface SendReplyOptions {
+  /** Default binary (attributes in `ce-*` NATS headers). */
+  mode?: 'binary' | 'structured';
+  /** Default `prestart.replies.<hook>`. */
+  subject?: string;
+  timeoutMs?: number;
 }
 
-async function ensureConsumer(
-  jsm: JetStreamManager,
-  c: { durable: string; subject: string; ackWaitMs: number; maxInFlight: number },
-): Promise<void> {
-  const existing = await jsm.consumers.info(REQUESTS_STREAM, c.durable).catch(() => undefined);
-  const config = { ack_wait: nanos(c.ackWaitMs), filter_subject: c.subject, max_ack_pending: c.maxInFlight };
-  if (!existing) {
-    await jsm.consumers.add(REQUESTS_STREAM, {
-      durable_name: c.durable,
-      ack_policy: AckPolicy.Explicit,
-      // A new hook also takes requests sent before it existed; expired ones are skipped by deadline.
-      deliver_policy: DeliverPolicy.All,
-      max_deliver: -1,
-      ...config,
-    });
-    return;
-  }
-  const e = existing.config;
-  if (e.ack_wait !== config.ack_wait || e.filter_subject !== config.filter_subject || e.max_ack_pending !== config.max_ack_pending) {
-    await jsm.consumers.update(REQUESTS_STREAM, c.durable, config);
-  }
+/**
+ * Publishes a completed event for `hook` and waits for JetStream to store it. The message id is
+ * the CloudEvent id, so a hook resending the same reply is stored once.
+ */
+export function sendReply(nc: NatsConnection, hook: string, event: CloudEventRecord, opts: SendReplyOptions = {}): Promise<PubAck> {
+  const subject = opts.subject ?? subjectFor(STREAMS.replies.subjectPrefix, hook);
+  const message = opts.mode === 'structured' ? toStructured(event) : toBinary(event);
+  return publishMessage(nc.jetstream(), subject, message, { msgID: event.id, timeoutMs: opts.timeoutMs ?? 5_000 });
 }

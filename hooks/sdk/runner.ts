@@ -4,7 +4,7 @@
 // and a cancel aborts the run or, when it overtook its start, keeps that start from running.
 import type { Logger } from 'pino';
 import type { CloudEventRecord } from '../../schemas/event.ts';
-import type { ParsedRequest } from '../../schemas/index.ts';
+import { type ContractError, type ParsedRequest, parseRequested, type ReceivedMessage } from '../../schemas/index.ts';
 import { BoundedMap } from './lru.ts';
 import { errorEvent, finalEvent, progressEvent } from './outcome.ts';
 import { attemptKey, toHookRequest } from './request.ts';
@@ -158,4 +158,47 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
       await Promise.allSettled(jobs.map((j) => j.done));
     },
   };
+}
+
+/** What became of one delivery, for the transport to answer it (HTTP status, ack/nak/term). */
+export type Dispatched =
+  /** Not a valid request: no retry will change that. */
+  | { type: 'refused'; error: ContractError }
+  /** A request for another hook, or a cancel: taken, nothing (more) to do. */
+  | { type: 'taken' }
+  | { type: 'submitted'; request: ParsedRequest; submission: Submission };
+
+export interface DispatchOptions {
+  /** The PrestartHook served; requests for others are taken and left alone. Any when absent. */
+  serves?: string;
+  logger: Logger;
+  /** Added to the log lines (the delivery's ce-id, a stream sequence). */
+  fields?: Record<string, unknown>;
+  /** Where the run's progress reports go, when this delivery starts it. */
+  progressFor?: (request: ParsedRequest) => ProgressSender | undefined;
+}
+
+/** The same steps for every transport: parse, keep to the hook served, cancel, or submit. */
+export function dispatchRequest(runner: HookRunner, message: ReceivedMessage, opts: DispatchOptions): Dispatched {
+  const log = opts.logger;
+  const parsed = parseRequested(message);
+  if (!parsed.ok) {
+    log.warn({ ...opts.fields, code: parsed.error.code, reason: parsed.error.reason }, 'request refused');
+    return { type: 'refused', error: parsed.error };
+  }
+  const request = parsed.request;
+  if (opts.serves !== undefined && request.hook !== opts.serves) {
+    log.info(
+      { event: request.key, hook: request.hook },
+      `request for hook "${request.hook}" ignored: this service serves "${opts.serves}"`,
+    );
+    return { type: 'taken' };
+  }
+  if (request.data.action === 'cancel') {
+    log.info({ event: request.key, reason: request.data.reason, result: runner.cancel(request) }, 'cancel');
+    return { type: 'taken' };
+  }
+  const submission = runner.submit(request, opts.progressFor?.(request));
+  if (submission.type === 'skipped') log.info({ event: request.key, reason: submission.reason }, 'request not run');
+  return { type: 'submitted', request, submission };
 }

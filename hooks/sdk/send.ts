@@ -1,13 +1,16 @@
 // POSTs a completed event (binary mode) to the gate's sink or a Broker, retrying what may work
 // later (network errors, 5xx, 408, 409, 429) with bounded exponential backoff. A 4xx is the
 // gate saying no for good (a stale attempt, a refused reply): retrying would only repeat it.
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type BackoffPolicy, nextRetryDelay } from '../../api/retry.ts';
+import { type BackoffPolicy, RetriesExhausted, retry } from '../../api/retry.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
-import { bodyExcerpt, describeNetworkError, isRetriableStatus } from '../../schemas/http-binding.ts';
+import { bodyExcerpt, isRetriableStatus } from '../../schemas/http-binding.ts';
+import { PostError, postMessage } from '../../schemas/http-client.ts';
 import { toBinary } from '../../schemas/index.ts';
 
 export const DEFAULT_SEND_POLICY: BackoffPolicy = { attempts: 6, baseDelayMs: 250, maxDelayMs: 10_000, maxElapsedMs: 60_000 };
+
+// Of a refusal only an excerpt is kept.
+const EXCERPT_BYTES = 4096;
 
 export class SendError extends Error {
   override readonly name = 'SendError';
@@ -29,36 +32,27 @@ export interface PostOptions {
 }
 
 export async function postEvent(url: string, event: CloudEventRecord, opts: PostOptions = {}): Promise<void> {
-  const policy = opts.policy ?? DEFAULT_SEND_POLICY;
   const message = toBinary(event);
-  const body = typeof message.body === 'string' ? message.body : new Uint8Array(message.body);
-  const started = Date.now();
-  for (let tries = 1; ; tries++) {
-    const signals = [AbortSignal.timeout(opts.timeoutMs ?? 10_000), ...(opts.signal ? [opts.signal] : [])];
-    let reason: string;
+  const post = { timeoutMs: opts.timeoutMs ?? 10_000, maxBytes: EXCERPT_BYTES, overflow: 'truncate', signal: opts.signal } as const;
+  const once = async (): Promise<void> => {
+    let status: number;
+    let body: Uint8Array;
     try {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: message.headers,
-        body,
-        redirect: 'manual',
-        signal: AbortSignal.any(signals),
-      });
-      const answer = new Uint8Array(await response.arrayBuffer());
-      if (response.status >= 200 && response.status < 300) return;
-      reason = `POST ${url} answered ${response.status}${answer.length > 0 ? `: ${bodyExcerpt(answer)}` : ''}`;
-      if (!isRetriableStatus(response.status)) throw new SendError(reason, true);
+      ({ status, body } = await postMessage(url, message, post));
     } catch (err) {
-      if (err instanceof SendError) throw err;
-      if (opts.signal?.aborted) throw new SendError(`POST ${url} stopped: ${String(opts.signal.reason)}`, true);
-      reason = `POST ${url}: ${describeNetworkError(err)}`;
+      throw err instanceof PostError ? new SendError(`POST ${url}: ${err.message}`, false) : err;
     }
-    const delay = nextRetryDelay(tries, Date.now() - started, policy);
-    if (delay === undefined) throw new SendError(`${reason} (gave up after ${tries} ${tries === 1 ? 'try' : 'tries'})`, false);
-    try {
-      await sleep(delay, undefined, opts.signal ? { signal: opts.signal } : {});
-    } catch {
-      throw new SendError(`POST ${url} stopped: ${String(opts.signal?.reason)}`, true);
-    }
+    if (status >= 200 && status < 300) return;
+    throw new SendError(`POST ${url} answered ${status}${body.length > 0 ? `: ${bodyExcerpt(body)}` : ''}`, !isRetriableStatus(status));
+  };
+  try {
+    await retry(once, opts.policy ?? DEFAULT_SEND_POLICY, {
+      signal: opts.signal,
+      retriable: (err) => !(err instanceof SendError && err.permanent),
+    });
+  } catch (err) {
+    if (opts.signal?.aborted) throw new SendError(`POST ${url} stopped: ${String(opts.signal.reason)}`, true);
+    if (err instanceof RetriesExhausted) throw new SendError(err.message, false);
+    throw err;
   }
 }

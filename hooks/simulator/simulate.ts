@@ -5,6 +5,7 @@
 
 import type { ContributionKind, Reply } from '../../api/types.ts';
 import { classifyHookResponse } from '../../emitter/http-response.ts';
+import { deliveryFailureReply, invalidReplyFailure, requestRef } from '../../gate/core/index.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
 import { bodyExcerpt } from '../../schemas/http-binding.ts';
 import { buildRequested, gateSource, KeyRing, toBinary } from '../../schemas/index.ts';
@@ -67,16 +68,8 @@ export async function simulate(url: string, opts: SimulateOptions = {}): Promise
     const replies: ReceivedReply[] = [];
     let synthetic: Reply | undefined;
     let waiting: string | undefined;
-    const failure = (message: string): Reply => ({
-      namespace: DEMO_NAMESPACE,
-      revision: scenario.run.name,
-      revisionUID: scenario.run.spec.revisionUID,
-      hook,
-      attempt: scenario.send.attempt,
-      outcome: 'failed',
-      message,
-      eventKey: 'gate/delivery-failure',
-    });
+    // The gate's own rules for what the answer does to the hook (gate/core/reply.ts).
+    const ref = requestRef(scenario.observed.revision, hook, scenario.send.attempt);
 
     if (answer.status === undefined) {
       waiting = `the request was not delivered (${answer.error})`;
@@ -86,11 +79,11 @@ export async function simulate(url: string, opts: SimulateOptions = {}): Promise
         const r = readReply({ headers: answer.headers, body: answer.body }, keys, 'answer', answer.sentAt + answer.ms);
         replies.push(r);
         opts.onReply?.(r);
-        if (r.error) synthetic = failure(`the hook answered with an invalid reply: ${r.error.reason}`);
-      } else if (verdict.type === 'fail') {
-        synthetic = failure(`the hook could not take the request: POST ${url}: ${verdict.reason}`);
-      } else if (verdict.type === 'retry') {
-        waiting = `the hook ${verdict.reason}, which the gate retries`;
+        if (r.error) synthetic = invalidReplyFailure(ref, r.error.reason);
+      } else if (verdict.type === 'fail' || verdict.type === 'retry') {
+        // The same words the HTTP transport gives its TransportError.
+        synthetic = deliveryFailureReply(ref, { retriable: verdict.type === 'retry', reason: `POST ${url}: ${verdict.reason}` });
+        if (!synthetic) waiting = `the hook ${verdict.reason}, which the gate retries`;
       } else {
         const final = await sink.waitFor(isFinal, opts.timeoutMs ?? 60_000);
         if (!final) waiting = `no final reply within ${formatSeconds(opts.timeoutMs ?? 60_000)}`;

@@ -8,16 +8,8 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import {
-  createHook,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  hookSpec,
-  isHeld,
-  waitForRun,
-  waitUntilStamped,
-} from '../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
+import { isHeld } from '../../devcluster/gate/revisions.ts';
 import {
   condition,
   firstSighting,
@@ -92,23 +84,13 @@ test.before(async () => {
       ]);
     },
   });
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: {
-          annotation: { key: BINDING, value: 'bus-db' },
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
-        },
-        contributions: { allowed: ['env', 'volume'] },
-        timeout: '5m',
-        delivery: { transport: 'broker', broker: { name: BROKER, namespace: env.namespace, subscriber: { uri: hook.url } } },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hookName, { [BINDING]: 'bus-db' });
+  await env.createHook(hookName, {
+    match: env.annotationMatch(BINDING, 'bus-db'),
+    contributions: { allowed: ['env', 'volume'] },
+    timeout: '5m',
+    delivery: { transport: 'broker', broker: { name: BROKER, namespace: env.namespace, subscriber: { uri: hook.url } } },
+  });
+  await env.waitUntilStamped(hookName, { [BINDING]: 'bus-db' });
   await env.core.createNamespacedSecret({
     namespace: env.namespace,
     body: { metadata: { name: 'bus-db' }, stringData: { url: 'postgres://bus-db.db.internal/app' } },
@@ -117,7 +99,6 @@ test.before(async () => {
 
 test.after.always(async () => {
   await hook?.close();
-  if (hookName) await deleteHook(env, hookName);
   await env?.stop();
   await eventing?.stop();
   await serving?.stop();
@@ -161,7 +142,7 @@ test.serial(
     t.true(isHeld(rev), 'the gate stamped the hold label on the Revision Knative created');
 
     // The progress report travelled hook → Broker → reply Trigger → gate.
-    const running = await waitForRun(env, 'bus-00001', 'showing the hook’s progress', (r) =>
+    const running = await env.waitForRun('bus-00001', 'showing the hook’s progress', (r) =>
       Boolean(r.status?.hooks.some((h) => h.progress === 50)),
     );
     t.is(running.status?.phase, 'Running');
@@ -182,7 +163,7 @@ test.serial(
       30_000,
     );
     t.log(`Deployment created ${((deployment.at - replied) / 1000).toFixed(2)} s after the hook finished (reply via the Broker)`);
-    const run = await waitForRun(env, 'bus-00001', 'Released', (r) => r.status?.phase === 'Released');
+    const run = await env.waitForRun('bus-00001', 'Released', (r) => r.status?.phase === 'Released');
     t.regex(run.status?.hooks[0]?.message ?? '', /database for bus-00001 ready/);
     t.is(seen.get('bus-00001')?.requests, 1, 'the hook ran once');
 
@@ -201,7 +182,7 @@ test.serial('a Revision superseded while held is cancelled, and the hook is told
   // A second update before the hook finished: Knative creates bus-00003, and bus-00002, which
   // no traffic names, will never serve.
   await kn.updateService('bus', { annotations: { [BINDING]: 'bus-db' }, env: { GREETING: 'v3' } });
-  const cancelled = await waitForRun(env, 'bus-00002', 'Cancelled', (r) => r.status?.phase === 'Cancelled');
+  const cancelled = await env.waitForRun('bus-00002', 'Cancelled', (r) => r.status?.phase === 'Cancelled');
   t.regex(cancelled.status?.conditions?.find((c) => c.type === 'Ready')?.message ?? '', /bus-00003/);
   const told = await waitFor(() => seen.get('bus-00002')?.cancelled, {
     timeoutMs: 30_000,

@@ -9,19 +9,10 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import {
-  annotateRun,
-  createHook,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  hookSpec,
-  isHeld,
-  startHookServer,
-  waitForRun,
-  waitUntilStamped,
-} from '../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
+import { startHookServer } from '../../devcluster/gate/hook-server.ts';
 import { syncReply } from '../../devcluster/gate/replies.ts';
+import { isHeld } from '../../devcluster/gate/revisions.ts';
 import {
   type CoreEvent,
   condition,
@@ -46,7 +37,6 @@ let env: GateEnv;
 let serving: KnativeServing;
 let kn: Knative;
 let ingressStandIn: { stop(): void };
-const hooks: string[] = [];
 const cleanups: (() => void | Promise<void>)[] = [];
 
 /** Requests the database hook received, by Revision. */
@@ -92,31 +82,19 @@ test.before(async () => {
   });
   cleanups.push(() => db.close());
   const name = `${env.instance}-db`;
-  hooks.push(name);
-  await createHook(
-    env,
-    name,
-    hookSpec(
-      {
-        match: {
-          annotation: { key: BINDING, value: 'demo-db' },
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
-        },
-        params: { secretName: 'demo-db' },
-        contributions: { allowed: ['env', 'volume'] },
-        timeout: '5m',
-        delivery: { transport: 'http', url: db.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, name, { [BINDING]: 'demo-db' });
+  await env.createHook(name, {
+    match: env.annotationMatch(BINDING, 'demo-db'),
+    params: { secretName: 'demo-db' },
+    contributions: { allowed: ['env', 'volume'] },
+    timeout: '5m',
+    delivery: { transport: 'http', url: db.url },
+  });
+  await env.waitUntilStamped(name, { [BINDING]: 'demo-db' });
 });
 
 test.after.always(async () => {
   ingressStandIn?.stop();
   for (const c of cleanups) await c();
-  await Promise.all(hooks.map((h) => deleteHook(env, h)));
   await env?.stop();
   await serving?.stop();
 });
@@ -327,7 +305,6 @@ test.serial(
   'a failing hook keeps the new Revision held with the reason where users look; traffic stays; an admin retry after the fix releases it',
   async (t) => {
     const name = `${env.instance}-quota`;
-    hooks.push(name);
     // The quota hook refuses until its "capacity" is fixed, then accepts (synchronous replies).
     let capacity = false;
     const quota = await startHookServer(async (req) =>
@@ -336,21 +313,11 @@ test.serial(
         : syncReply(req, 'failed', { message: 'no capacity left for plan small' }),
     );
     cleanups.push(() => quota.close());
-    await createHook(
-      env,
-      name,
-      hookSpec(
-        {
-          match: {
-            annotation: { key: BINDING, value: 'big-db' },
-            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
-          },
-          delivery: { transport: 'http', url: quota.url },
-        },
-        env.namespace,
-      ),
-    );
-    await waitUntilStamped(env, name, { [BINDING]: 'big-db' });
+    await env.createHook(name, {
+      match: env.annotationMatch(BINDING, 'big-db'),
+      delivery: { transport: 'http', url: quota.url },
+    });
+    await env.waitUntilStamped(name, { [BINDING]: 'big-db' });
 
     // A Service serving from a first Revision no hook matches; its update asks for the quota hook.
     await kn.createService('big');
@@ -361,7 +328,7 @@ test.serial(
     t.teardown(() => events.stop());
     await kn.updateService('big', { annotations: { [BINDING]: 'big-db' } });
 
-    const run = await waitForRun(env, 'big-00002', 'Failed', (r) => r.status?.phase === 'Failed');
+    const run = await env.waitForRun('big-00002', 'Failed', (r) => r.status?.phase === 'Failed');
     t.regex(run.status?.hooks?.[0]?.message ?? '', /no capacity left/);
     const denial = await firstSighting(
       events.seen,
@@ -399,8 +366,8 @@ test.serial(
 
     // The admin fixes the hook's side, then runs the command the event printed.
     capacity = true;
-    await annotateRun(env, 'big-00002', { 'prestart.dev/retry': retryHint?.[1] ?? '' });
-    const released = await waitForRun(env, 'big-00002', 'Released after the retry', (r) => r.status?.phase === 'Released');
+    await env.annotateRun('big-00002', { 'prestart.dev/retry': retryHint?.[1] ?? '' });
+    const released = await env.waitForRun('big-00002', 'Released after the retry', (r) => r.status?.phase === 'Released');
     t.is(released.status?.hooks?.[0]?.attempt, 2, 'the retry is a new attempt');
     await revision('big-00002', 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
     const moved = await waitFor(

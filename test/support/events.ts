@@ -1,37 +1,65 @@
-// Requests and replies as the gate and a hook really build them (schemas' builders, a real key).
-
-import type { Reply } from '../../api/types.ts';
+// Requests and replies as the gate and a hook really build them (schemas' builders, a real key),
+// for the fixtures' Revision and hook unless a test says otherwise.
+import { randomUUID } from 'node:crypto';
+import type { ContributionKind, Reply } from '../../api/types.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
-import { buildCompleted, buildRequested, KeyRing } from '../../schemas/index.ts';
+import { buildCompleted, buildRequested, type KeyRing, type ParsedRequest, parseRequested, toBinary } from '../../schemas/index.ts';
 import type { ReplyDisposition } from '../../sinks/types.ts';
+import { hook, revision } from './fixtures.ts';
+import { keys } from './keys.ts';
 
-export const keys = new KeyRing([KeyRing.generateKey()]);
-/** Another gate's key: its ids look right but must not verify here. */
-export const foreignKeys = new KeyRing([KeyRing.generateKey()]);
+export interface RequestOptions {
+  hook?: string;
+  revision?: string;
+  /** Default: a fresh one, so every call is a request of a Revision of its own. */
+  uid?: string;
+  attempt?: number;
+  deadline?: Date;
+  params?: Record<string, unknown>;
+  allowed?: ContributionKind[];
+  replyTo?: string;
+  /** Default: keys.ts's `keys`; `foreignKeys` for ids that must not verify. */
+  ring?: KeyRing;
+}
 
-export function requestEvent(opts: { hook?: string; attempt?: number; revision?: string; ring?: KeyRing } = {}): CloudEventRecord {
-  const hook = opts.hook ?? 'db-migrate';
-  const revision = opts.revision ?? 'web-00002';
+/** A revision.prestart.requested start, as the gate sends it. */
+export function requestEvent(opts: RequestOptions = {}): CloudEventRecord {
   return buildRequested({
-    revision: {
-      namespace: 'shop',
-      name: revision,
-      uid: `uid-${revision}`,
-      service: 'web',
-      configuration: 'web',
-      labels: { app: 'web' },
-      annotations: {},
-      images: ['registry.example/web@sha256:0123'],
+    revision: { ...revision, name: opts.revision ?? revision.name, uid: opts.uid ?? randomUUID() },
+    hook: {
+      name: opts.hook ?? hook.name,
+      params: opts.params ?? hook.params,
+      allowedContributions: opts.allowed ?? hook.allowedContributions,
     },
-    hook: { name: hook, params: { target: 'orders' }, allowedContributions: ['env'] },
     attempt: opts.attempt ?? 1,
-    deadline: new Date(Date.now() + 60_000),
+    deadline: opts.deadline ?? new Date(Date.now() + 60_000),
     action: 'start',
-    source: '/apis/prestart.dev/v1alpha1/namespaces/shop/gate',
+    ...(opts.replyTo ? { replyTo: opts.replyTo } : {}),
     keys: opts.ring ?? keys,
   });
 }
 
+/** The cancel the gate sends for `start`'s attempt. */
+export function cancelEvent(start: CloudEventRecord, reason = `Revision shop/${revision.name} was deleted`): CloudEventRecord {
+  const data = start.data as { revision: { namespace: string; name: string; uid: string }; hook: { name: string }; attempt: number };
+  return buildRequested({
+    revision: { ...data.revision, labels: {}, annotations: {}, images: [] },
+    hook: { name: data.hook.name, params: {}, allowedContributions: [] },
+    attempt: data.attempt,
+    action: 'cancel',
+    reason,
+    keys,
+  });
+}
+
+/** A request as a hook reads it. */
+export function parsed(event: CloudEventRecord): ParsedRequest {
+  const result = parseRequested(toBinary(event));
+  if (!result.ok) throw new Error(`test request does not parse: ${result.error.reason}`);
+  return result.request;
+}
+
+/** A hook's revision.prestart.completed answer to `request`. */
 export function completedEvent(
   request: CloudEventRecord = requestEvent(),
   opts: { outcome?: 'succeeded' | 'failed' | 'progress'; id?: string; message?: string } = {},

@@ -2,8 +2,8 @@
 // operator, External Secrets, a person), with the keys it needs, then binds it to the
 // Revision's pods as env, envFrom or a volume.
 import { CoreV1Api, CustomObjectsApi, type V1Secret } from '@kubernetes/client-node';
+import { isDns1123Label, isDns1123Subdomain } from '../../../api/names.ts';
 import type { Contribution } from '../../../api/types.ts';
-import { isDns1123Label, isDns1123Subdomain } from '../../../gate/core/contributions.ts';
 import { envContribution, envFromContribution, volumeContribution } from '../../sdk/contributions.ts';
 import type { HookServer } from '../../sdk/http.ts';
 import { fail, type HookHandler, succeed } from '../../sdk/types.ts';

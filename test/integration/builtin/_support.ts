@@ -1,4 +1,4 @@
-// Shared by the built-in hook tests: a gate of their own (devcluster/gate/harness.ts), the
+// Shared by the built-in hook tests: a gate of their own (devcluster/gate/env.ts), the
 // hooks' RBAC and approval policy as installed, each hook served in this process on 127.0.0.1
 // as its own ServiceAccount identity, and PrestartHooks delivering to it.
 import { fileURLToPath } from 'node:url';
@@ -9,17 +9,7 @@ import type { RunObject } from '../../../api/resources.ts';
 import type { ContributionKind } from '../../../api/types.ts';
 import { applyManifests } from '../../../devcluster/apply.ts';
 import type { Cluster } from '../../../devcluster/control-plane.ts';
-import {
-  createHook,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  getRevision,
-  hookSpec,
-  isHeld,
-  waitUntilStamped,
-} from '../../../devcluster/gate/harness.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import type { BuiltinKind, ServeBuiltinOptions } from '../../../hooks/builtin/common/serve.ts';
 import { serveApprovalHook, serveJobHook, serveSecretHook } from '../../../hooks/builtin/index.ts';
 import type { HookServer } from '../../../hooks/sdk/http.ts';
@@ -42,20 +32,10 @@ function installBuiltinConfig(cluster: Cluster): Promise<void> {
   return installed;
 }
 
-export interface BuiltinEnv extends GateEnv {
-  /** PrestartHooks created through addHook, deleted by stop(). */
-  hooks: string[];
-}
-
-export async function builtinEnv(name: string): Promise<BuiltinEnv> {
-  const env = (await gateEnv(name)) as BuiltinEnv;
-  env.hooks = [];
+/** A gate env of its own, with the built-in hooks' RBAC and approval policy installed. */
+export async function builtinEnv(name: string): Promise<GateEnv> {
+  const env = await gateEnv(name);
   await installBuiltinConfig(env.cluster);
-  const stopGate = env.stop.bind(env);
-  env.stop = async () => {
-    await Promise.all(env.hooks.map((h) => deleteHook(env, h)));
-    await stopGate();
-  };
   return env;
 }
 
@@ -87,40 +67,25 @@ export async function serveBuiltinHook(t: ExecutionContext, env: GateEnv, kind: 
  * annotation it returns (so each test's Revisions meet only its own hook).
  */
 export async function addHook(
-  env: BuiltinEnv,
+  env: GateEnv,
   suffix: string,
   url: string,
   opts: { params?: Record<string, unknown>; allowed?: ContributionKind[]; timeout?: string } = {},
 ): Promise<{ hook: string; annotations: Record<string, string> }> {
   const hook = `${env.instance}-${suffix}`;
-  env.hooks.push(hook);
   const annotations = { 'prestart.test/hook': suffix };
-  await createHook(
-    env,
-    hook,
-    hookSpec(
-      {
-        match: {
-          annotation: { key: 'prestart.test/hook', value: suffix },
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
-        },
-        params: opts.params ?? {},
-        contributions: { allowed: opts.allowed ?? [] },
-        // The CRD wants resendInterval ≤ timeout.
-        ...(opts.timeout ? { timeout: opts.timeout, resendInterval: opts.timeout } : {}),
-        delivery: { transport: 'http', url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hook, annotations);
+  await env.createHook(hook, {
+    match: env.annotationMatch('prestart.test/hook', suffix),
+    params: opts.params ?? {},
+    contributions: { allowed: opts.allowed ?? [] },
+    // The CRD wants resendInterval ≤ timeout.
+    ...(opts.timeout ? { timeout: opts.timeout, resendInterval: opts.timeout } : {}),
+    delivery: { transport: 'http', url },
+  });
+  await env.waitUntilStamped(hook, annotations);
   return { hook, annotations };
 }
 
 export function hookStatusOf(run: RunObject | undefined, hook: string) {
   return run?.status?.hooks?.find((h) => h.name === hook);
-}
-
-export async function waitReleased(env: GateEnv, revision: string, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => !isHeld(await getRevision(env, revision)), { timeoutMs, what: `Revision ${revision} released` });
 }

@@ -10,12 +10,13 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import { createRevision, getRevision, isHeld, waitForRun } from '../../../devcluster/gate/harness.ts';
+import type { GateEnv } from '../../../devcluster/gate/env.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { runCli } from '../hooks/_support.ts';
-import { addHook, type BuiltinEnv, builtinEnv, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
+import { runCli } from '../../support/hook-cli.ts';
+import { addHook, builtinEnv, hookStatusOf, serveBuiltinHook } from './_support.ts';
 
-let env: BuiltinEnv;
+let env: GateEnv;
 const users: Record<'alice' | 'bob', string> = { alice: '', bob: '' };
 
 test.before(async () => {
@@ -92,14 +93,14 @@ function as(user: keyof typeof users): CustomObjectsApi {
 async function heldForApproval(t: ExecutionContext, suffix: string, revision: string): Promise<string> {
   const server = await serveBuiltinHook(t, env, 'approval');
   const { hook, annotations } = await addHook(env, suffix, server.url);
-  await createRevision(env, revision, { annotations });
-  await waitForRun(env, revision, 'the hook waiting', (r) => /^waiting for approval/.test(hookStatusOf(r, hook)?.message ?? ''));
+  await env.createRevision(revision, { annotations });
+  await env.waitForRun(revision, 'the hook waiting', (r) => /^waiting for approval/.test(hookStatusOf(r, hook)?.message ?? ''));
   return hook;
 }
 
 test('an approver releases the Revision, and the hook records who and when', async (t) => {
   const hook = await heldForApproval(t, 'approve', 'pay-00001');
-  const run0 = await waitForRun(env, 'pay-00001', 'waiting', () => true);
+  const run0 = await env.waitForRun('pay-00001', 'waiting', () => true);
   t.is(
     hookStatusOf(run0, hook)?.message,
     `waiting for approval: knative-prestart approve pay-00001 -n ${env.namespace} (or --reject --reason "…")`,
@@ -118,10 +119,10 @@ test('an approver releases the Revision, and the hook records who and when', asy
   t.is(code, 0);
   t.is(out, `Revision ${env.namespace}/pay-00001 approved by alice\n`);
 
-  await waitReleased(env, 'pay-00001');
-  const run = await waitForRun(env, 'pay-00001', 'Released', (r) => r.status?.phase === 'Released');
+  await env.waitReleased('pay-00001');
+  const run = await env.waitForRun('pay-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.regex(hookStatusOf(run, hook)?.message ?? '', /^approved by alice at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z: schema reviewed$/);
-  t.like((await getRevision(env, 'pay-00001')).metadata?.annotations, {
+  t.like((await env.getRevision('pay-00001')).metadata?.annotations, {
     'prestart.dev/approval': 'approved',
     'prestart.dev/approval-by': 'alice',
     'prestart.dev/approval-reason': 'schema reviewed',
@@ -160,10 +161,10 @@ test('the apiserver refuses a decision from someone who is not an approver, or i
   t.is(forged.code, 403, 'alice may approve, but only as herself');
   t.regex(forged.body, /approval-by must be alice, the user writing the decision, not \\?"carol\\?"/);
 
-  t.true(isHeld(await getRevision(env, 'ledger-00001')));
-  const run = await waitForRun(env, 'ledger-00001', 'still waiting', () => true);
+  t.true(isHeld(await env.getRevision('ledger-00001')));
+  const run = await env.waitForRun('ledger-00001', 'still waiting', () => true);
   t.is(hookStatusOf(run, hook)?.phase, 'Requested');
-  t.is((await getRevision(env, 'ledger-00001')).metadata?.annotations?.['prestart.dev/approval'], undefined);
+  t.is((await env.getRevision('ledger-00001')).metadata?.annotations?.['prestart.dev/approval'], undefined);
 });
 
 test('a rejection keeps the Revision held, saying who rejected it and why', async (t) => {
@@ -181,8 +182,8 @@ test('a rejection keeps the Revision held, saying who rejected it and why', asyn
   ]);
   t.is(code, 0);
 
-  const run = await waitForRun(env, 'risky-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+  const run = await env.waitForRun('risky-00001', 'Failed', (r) => r.status?.phase === 'Failed');
   t.is(hookStatusOf(run, hook)?.phase, 'Failed');
   t.regex(hookStatusOf(run, hook)?.message ?? '', /^rejected by alice at \S+: not during the freeze$/);
-  t.true(isHeld(await getRevision(env, 'risky-00001')));
+  t.true(isHeld(await env.getRevision('risky-00001')));
 });

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import test from 'ava';
 import yaml from 'js-yaml';
-import { installedCluster } from '../../../devcluster/gate/harness.ts';
+import { installedCluster } from '../../../devcluster/gate/env.ts';
 
 const doc = readFileSync(fileURLToPath(new URL('../../../docs/hooks.md', import.meta.url)), 'utf8');
 const section = doc.slice(doc.indexOf('\n## Built-in hooks'));

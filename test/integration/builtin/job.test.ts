@@ -4,12 +4,13 @@
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import test from 'ava';
 import { statusOf } from '../../../api/kube-errors.ts';
-import { createDeploymentLikeKnative, createRevision, getRevision, isHeld, waitForRun } from '../../../devcluster/gate/harness.ts';
+import type { GateEnv } from '../../../devcluster/gate/env.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { jobName } from '../../../hooks/builtin/index.ts';
-import { addHook, type BuiltinEnv, builtinEnv, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
+import { addHook, builtinEnv, hookStatusOf, serveBuiltinHook } from './_support.ts';
 
-let env: BuiltinEnv;
+let env: GateEnv;
 let batch: BatchV1Api;
 
 test.before(async () => {
@@ -28,10 +29,10 @@ test('a Job running the Revision’s own image succeeds and the Revision is rele
   const { hook, annotations } = await addHook(env, 'migrate', server.url, {
     params: { useRevisionImage: true, command: ['/app/migrate'], args: ['up'], env: { STEP: 'up' }, cleanup: 'Never' },
   });
-  await createRevision(env, 'orders-00001', { annotations });
+  await env.createRevision('orders-00001', { annotations });
 
-  await waitReleased(env, 'orders-00001');
-  const run = await waitForRun(env, 'orders-00001', 'Released', (r) => r.status?.phase === 'Released');
+  await env.waitReleased('orders-00001');
+  const run = await env.waitForRun('orders-00001', 'Released', (r) => r.status?.phase === 'Released');
   const name = jobName('orders-00001', hook, 1);
   t.is(hookStatusOf(run, hook)?.message, `Job ${env.namespace}/${name} completed`);
 
@@ -58,9 +59,9 @@ test('a failing Job keeps the Revision held, with the Job’s reason and what it
       podAnnotations: { 'prestart.dev/test-fail-message': 'relation "orders" already exists' },
     },
   });
-  const revision = await createRevision(env, 'billing-00001', { annotations });
+  const revision = await env.createRevision('billing-00001', { annotations });
 
-  const run = await waitForRun(env, 'billing-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+  const run = await env.waitForRun('billing-00001', 'Failed', (r) => r.status?.phase === 'Failed');
   const name = jobName('billing-00001', hook, 1);
   const message = hookStatusOf(run, hook)?.message ?? '';
   t.is(hookStatusOf(run, hook)?.phase, 'Failed');
@@ -69,8 +70,8 @@ test('a failing Job keeps the Revision held, with the Job’s reason and what it
   // kwok plays the kubelet without containers: there is no log to read.
   t.regex(message, /no logs available/);
 
-  t.true(isHeld(await getRevision(env, 'billing-00001')));
-  const denied = await createDeploymentLikeKnative(env, revision);
+  t.true(isHeld(await env.getRevision('billing-00001')));
+  const denied = await env.createDeploymentLikeKnative(revision);
   t.false(denied.created, 'Knative still cannot create its Deployment');
   t.is((await readJob(name)).status?.failed, 1, 'cleanup OnSuccess keeps a failed Job for kubectl logs');
 });
@@ -81,7 +82,7 @@ test('cancelling the run (the Revision is deleted) deletes its Job', async (t) =
   const { hook, annotations } = await addHook(env, 'stuck', server.url, {
     params: { image: 'dev.local/migrate:v1', serviceAccountName: 'does-not-exist' },
   });
-  await createRevision(env, 'stuck-00001', { annotations });
+  await env.createRevision('stuck-00001', { annotations });
   const name = jobName('stuck-00001', hook, 1);
   await waitFor(() => readJob(name), { what: `Job ${name} created` });
 

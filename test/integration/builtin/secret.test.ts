@@ -3,12 +3,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { createRevision, getRevision, isHeld, waitForRun } from '../../../devcluster/gate/harness.ts';
+import type { GateEnv } from '../../../devcluster/gate/env.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { addHook, type BuiltinEnv, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook, waitReleased } from './_support.ts';
+import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from './_support.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-let env: BuiltinEnv;
+let env: GateEnv;
 
 test.before(async () => {
   env = await builtinEnv('secret');
@@ -24,9 +25,9 @@ test('the Revision waits for its Secret and its keys, then is released with the 
     params: { secretName: '{{service}}-db', requiredKeys: ['username'], as: 'env', env: { DATABASE_URL: 'url' } },
     allowed: ['env', 'volume'],
   });
-  await createRevision(env, 'shop-00001', { annotations });
+  await env.createRevision('shop-00001', { annotations });
   const waiting = (pattern: RegExp) =>
-    waitForRun(env, 'shop-00001', `hook message ${pattern}`, (r) => pattern.test(hookStatusOf(r, hook)?.message ?? ''));
+    env.waitForRun('shop-00001', `hook message ${pattern}`, (r) => pattern.test(hookStatusOf(r, hook)?.message ?? ''));
 
   await waiting(new RegExp(`^waiting: Secret ${env.namespace}/shop-db does not exist yet$`));
   await env.core.createNamespacedSecret({
@@ -34,19 +35,19 @@ test('the Revision waits for its Secret and its keys, then is released with the 
     body: { metadata: { name: 'shop-db' }, stringData: { username: 'shop' } },
   });
   await waiting(/^waiting: Secret .*\/shop-db lacks the key url$/);
-  t.true(isHeld(await getRevision(env, 'shop-00001')), 'held while a key is missing');
+  t.true(isHeld(await env.getRevision('shop-00001')), 'held while a key is missing');
 
   await env.core.patchNamespacedSecret({
     name: 'shop-db',
     namespace: env.namespace,
     body: [{ op: 'add', path: '/data/url', value: Buffer.from('postgres://shop').toString('base64') }],
   });
-  await waitReleased(env, 'shop-00001');
-  const run = await waitForRun(env, 'shop-00001', 'Released', (r) => r.status?.phase === 'Released');
+  await env.waitReleased('shop-00001');
+  const run = await env.waitForRun('shop-00001', 'Released', (r) => r.status?.phase === 'Released');
   const status = hookStatusOf(run, hook);
   t.is(status?.message, `Secret ${env.namespace}/shop-db is ready; bound as env DATABASE_URL`);
   t.deepEqual(status?.contributions, [{ name: 'shop-db', secretName: 'shop-db', as: 'env', env: { DATABASE_URL: 'url' } }]);
-  t.is((await getRevision(env, 'shop-00001')).metadata?.labels?.['prestart.dev/inject'], 'true');
+  t.is((await env.getRevision('shop-00001')).metadata?.labels?.['prestart.dev/inject'], 'true');
 });
 
 test('a Secret that never appears fails the hook before the deadline, saying which and what to do', async (t) => {
@@ -56,9 +57,9 @@ test('a Secret that never appears fails the hook before the deadline, saying whi
     allowed: ['volume'],
     timeout: '5s',
   });
-  await createRevision(env, 'late-00001', { annotations });
+  await env.createRevision('late-00001', { annotations });
 
-  const run = await waitForRun(env, 'late-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+  const run = await env.waitForRun('late-00001', 'Failed', (r) => r.status?.phase === 'Failed');
   const status = hookStatusOf(run, hook);
   t.is(status?.phase, 'Failed', 'the hook said why before the gate timed it out');
   t.regex(
@@ -66,7 +67,7 @@ test('a Secret that never appears fails the hook before the deadline, saying whi
     new RegExp(`^Secret ${env.namespace}/never-there does not exist yet after \\ds, and the hook's time is up\\.`),
   );
   t.regex(status?.message ?? '', /kubectl annotate prestartrun late-00001 .* prestart\.dev\/retry=/);
-  t.true(isHeld(await getRevision(env, 'late-00001')));
+  t.true(isHeld(await env.getRevision('late-00001')));
 });
 
 test('knative-prestart hook secret serves the hook from the command line', async (t) => {
@@ -109,9 +110,9 @@ test('knative-prestart hook secret serves the hook from the command line', async
 
   await env.core.createNamespacedSecret({ namespace: env.namespace, body: { metadata: { name: 'cli-db' }, stringData: { uri: 'x' } } });
   const { annotations } = await addHook(env, 'cli', url, { params: { secretName: 'cli-db' }, allowed: ['volume'] });
-  await createRevision(env, 'cli-00001', { annotations });
-  await waitReleased(env, 'cli-00001');
-  const run = await waitForRun(env, 'cli-00001', 'Released', (r) => r.status?.phase === 'Released');
+  await env.createRevision('cli-00001', { annotations });
+  await env.waitReleased('cli-00001');
+  const run = await env.waitForRun('cli-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.deepEqual(hookStatusOf(run, hookName)?.contributions, [{ name: 'cli-db', secretName: 'cli-db', as: 'volume' }]);
 });
 

@@ -4,22 +4,9 @@
 import { ApiException } from '@kubernetes/client-node';
 import test from 'ava';
 import type { RunObject } from '../../../api/resources.ts';
-import {
-  annotateRun,
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  getRun,
-  type HookServer,
-  hookSpec,
-  type ReceivedRequest,
-  startHookServer,
-  waitForRun,
-  waitUntilStamped,
-} from '../../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
+import type { HookOverrides } from '../../../devcluster/gate/hooks.ts';
 import { asyncReply, completedFor } from '../../../devcluster/gate/replies.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
@@ -46,29 +33,21 @@ test.before(async () => {
     return { status: 202 };
   });
   hookName = `${env.instance}-db`;
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: annotationMatch(env.namespace, 'bad'),
-        resendInterval: '10m',
-        timeout: '10m',
-        delivery: { transport: 'http', url: hookServer.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hookName, { bad: 'yes' });
-  const rev = await createRevision(env, 'bad-00001', { annotations: { bad: 'yes' } });
+  await env.createHook(hookName, {
+    match: env.annotationMatch('bad'),
+    resendInterval: '10m',
+    timeout: '10m',
+    delivery: { transport: 'http', url: hookServer.url },
+  });
+  await env.waitUntilStamped(hookName, { bad: 'yes' });
+  const rev = await env.createRevision('bad-00001', { annotations: { bad: 'yes' } });
   revisionUID = rev.metadata?.uid ?? '';
   request = await waitFor(() => requests[0], { timeoutMs: 30_000, what: 'the request' });
-  await waitForRun(env, 'bad-00001', 'Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
+  await env.waitForRun('bad-00001', 'Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
 });
 
 test.after.always(async () => {
   await hookServer?.close();
-  await deleteHook(env, hookName);
   await env?.stop();
 });
 
@@ -83,7 +62,7 @@ async function postEvent(event: ReturnType<typeof buildCompleted>, mode: 'binary
   return post(msg.body, msg.headers);
 }
 
-const snapshot = async (): Promise<RunObject> => (await getRun(env, 'bad-00001')) as RunObject;
+const snapshot = async (): Promise<RunObject> => (await env.getRun('bad-00001')) as RunObject;
 
 /** Asserts the reply was refused with `status` and a reason matching `reason`, and the run is untouched. */
 async function refused(
@@ -146,18 +125,17 @@ test.serial('malformed, non-CloudEvent and oversized bodies are refused', async 
 test.serial('a duplicate reply is acknowledged and applied once; a stale attempt is refused', async (t) => {
   const event = completedFor(request, 'failed', { message: 'first answer', id: 'reply-1' });
   t.is((await postEvent(event)).status, 202);
-  const failed = await waitForRun(env, 'bad-00001', 'Failed', (r) => r.status?.hooks?.[0]?.phase === 'Failed');
+  const failed = await env.waitForRun('bad-00001', 'Failed', (r) => r.status?.hooks?.[0]?.phase === 'Failed');
   const answeredAt = failed.status?.hooks?.[0]?.answeredAt;
-  const settled = await waitForRun(env, 'bad-00001', 'run phase Failed', (r) => r.status?.phase === 'Failed');
+  const settled = await env.waitForRun('bad-00001', 'run phase Failed', (r) => r.status?.phase === 'Failed');
   t.is((await postEvent(event, 'structured')).status, 202, 'the same reply again, in the other mode');
   const after = await snapshot();
   t.is(after.metadata?.resourceVersion, settled.metadata?.resourceVersion, 'the duplicate changed nothing');
   t.is(after.status?.hooks?.[0]?.answeredAt, answeredAt);
 
-  await annotateRun(env, 'bad-00001', { 'prestart.dev/retry': 'again' });
+  await env.annotateRun('bad-00001', { 'prestart.dev/retry': 'again' });
   await waitFor(() => requests.find((r) => r.data.attempt === 2), { timeoutMs: 30_000, what: 'attempt 2' });
-  await waitForRun(
-    env,
+  await env.waitForRun(
     'bad-00001',
     'attempt 2 Requested',
     (r) => r.status?.hooks?.[0]?.attempt === 2 && r.status.hooks[0].phase === 'Requested',
@@ -181,22 +159,11 @@ test('an invalid PrestartHook is refused at apply time with the reason', async (
     ],
   ];
   for (const [what, spec, reason] of invalid) {
-    const err = await env.custom
-      .createClusterCustomObject({
-        group: 'prestart.dev',
-        version: 'v1alpha1',
-        plural: 'prestarthooks',
-        body: {
-          apiVersion: 'prestart.dev/v1alpha1',
-          kind: 'PrestartHook',
-          metadata: { name: `${env.instance}-invalid` },
-          spec: { match: {}, ...spec },
-        },
-      })
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    // Over the env's defaults, which the CRD accepts: the refusal is the invalid field's.
+    const err = await env.createHook(`${env.instance}-invalid`, spec as unknown as HookOverrides).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.true(err instanceof ApiException && err.code === 422, `${what} is refused`);
     if (err instanceof ApiException) t.regex(String(err.body), reason, what);
   }

@@ -2,23 +2,11 @@
 // released exactly when its hook succeeded. The gate runs as its own process (the CLI) and dies
 // by SIGKILL at a named crash point (KNATIVE_PRESTART_CRASH_AT, see gate/shell/crashpoints.ts).
 import test from 'ava';
-import {
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  getRevision,
-  type HookServer,
-  hookSpec,
-  isHeld,
-  type ReceivedRequest,
-  startHookServer,
-  waitForRun,
-} from '../../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { type GatePorts, type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
 import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { freePorts } from '../../../devcluster/ports.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 
@@ -34,18 +22,11 @@ test.before(async () => {
   ports = { webhook: webhook as number, sink: sink as number };
   hookServer = await startHookServer(async () => ({ status: 202 }));
   hookName = `${env.instance}-db`;
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: annotationMatch(env.namespace, 'crash'),
-        resendInterval: '2s',
-        delivery: { transport: 'http', url: hookServer.url },
-      },
-      env.namespace,
-    ),
-  );
+  await env.createHook(hookName, {
+    match: env.annotationMatch('crash'),
+    resendInterval: '2s',
+    delivery: { transport: 'http', url: hookServer.url },
+  });
 });
 
 // The scenarios share the gate's ports: each ends by stopping the gate it restarted.
@@ -55,7 +36,6 @@ test.afterEach.always(async () => {
 
 test.after.always(async () => {
   await hookServer?.close();
-  await deleteHook(env, hookName);
   await env?.stop();
 });
 
@@ -87,21 +67,21 @@ async function replyUntilAccepted(req: ReceivedRequest): Promise<number> {
 
 test.serial('killed right after sending a request: the restarted gate takes the reply and releases', async (t) => {
   const gate = await start('after-send');
-  await createRevision(env, 'send-00001', { annotations: { crash: 'yes' } });
+  await env.createRevision('send-00001', { annotations: { crash: 'yes' } });
   const req = await waitFor(requestFor('send-00001'), { timeoutMs: 60_000, what: 'the request' });
   await killedAt(gate, 'after-send');
-  t.true(isHeld(await getRevision(env, 'send-00001')), 'held while the gate is down');
+  t.true(isHeld(await env.getRevision('send-00001')), 'held while the gate is down');
   await start();
   t.is(await replyUntilAccepted(req), 202);
-  await waitFor(async () => !isHeld(await getRevision(env, 'send-00001')), { timeoutMs: 60_000, what: 'the release' });
-  t.is((await waitForRun(env, 'send-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.hooks?.[0]?.attempt, 1);
+  await env.waitReleased('send-00001', 60_000);
+  t.is((await env.waitForRun('send-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.hooks?.[0]?.attempt, 1);
 });
 
 test.serial(
   'killed after recording a reply but before answering it: the hook retries, the duplicate is acknowledged, the Revision released',
   async (t) => {
     const gate = await start('after-reply-recorded');
-    await createRevision(env, 'reply-00001', { annotations: { crash: 'yes' } });
+    await env.createRevision('reply-00001', { annotations: { crash: 'yes' } });
     const req = await waitFor(requestFor('reply-00001'), { timeoutMs: 60_000, what: 'the request' });
     const first = await asyncReply(req, 'succeeded').then(
       (r) => r.status,
@@ -109,18 +89,18 @@ test.serial(
     );
     t.regex(String(first), /connection failed/, 'the gate died before it could answer');
     await killedAt(gate, 'after-reply-recorded');
-    const run = await waitForRun(env, 'reply-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
+    const run = await env.waitForRun('reply-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
     t.truthy(run, 'the reply was stored before the crash');
-    t.true(isHeld(await getRevision(env, 'reply-00001')));
+    t.true(isHeld(await env.getRevision('reply-00001')));
     await start();
     t.is(await replyUntilAccepted(req), 202, "the hook's retry is acknowledged as a duplicate");
-    await waitFor(async () => !isHeld(await getRevision(env, 'reply-00001')), { timeoutMs: 60_000, what: 'the release' });
+    await env.waitReleased('reply-00001', 60_000);
   },
 );
 
 test.serial('killed just before removing the label: the restarted gate releases', async (t) => {
   const gate = await start('before-release');
-  await createRevision(env, 'label-00001', { annotations: { crash: 'yes' } });
+  await env.createRevision('label-00001', { annotations: { crash: 'yes' } });
   const req = await waitFor(requestFor('label-00001'), { timeoutMs: 60_000, what: 'the request' });
   // The leader reacts to the stored reply at once, so the crash may beat the sink's 202 to the
   // wire: either answer is fine, the reply is stored before the release is attempted.
@@ -130,10 +110,10 @@ test.serial('killed just before removing the label: the restarted gate releases'
   );
   t.true(answer === 202 || answer === 'connection lost', `unexpected answer ${answer}`);
   await killedAt(gate, 'before-release');
-  await waitForRun(env, 'label-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
-  t.true(isHeld(await getRevision(env, 'label-00001')), 'still held: the crash came first');
+  await env.waitForRun('label-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
+  t.true(isHeld(await env.getRevision('label-00001')), 'still held: the crash came first');
   await start();
-  await waitFor(async () => !isHeld(await getRevision(env, 'label-00001')), { timeoutMs: 60_000, what: 'the release' });
-  const run = await waitForRun(env, 'label-00001', 'Released', (r) => r.status?.phase === 'Released');
+  await env.waitReleased('label-00001', 60_000);
+  const run = await env.waitForRun('label-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.is(run.status?.summary, '1/1');
 });

@@ -5,22 +5,11 @@
 // processes of their own.
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import {
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  getRevision,
-  type HookServer,
-  hookSpec,
-  isHeld,
-  startHookServer,
-  waitForRun,
-} from '../../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
 import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { freePorts } from '../../../devcluster/ports.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 
@@ -33,20 +22,16 @@ test.before(async () => {
   env = await gateEnv('failover', { inProcess: false });
   hook = await startHookServer(async () => ({ status: 202 }));
   hookName = `${env.instance}-db`;
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      { match: annotationMatch(env.namespace, 'failover'), resendInterval: '2s', delivery: { transport: 'http', url: hook.url } },
-      env.namespace,
-    ),
-  );
+  await env.createHook(hookName, {
+    match: env.annotationMatch('failover'),
+    resendInterval: '2s',
+    delivery: { transport: 'http', url: hook.url },
+  });
 });
 
 test.after.always(async () => {
   await Promise.all(replicas.map((g) => g.stop()));
   await hook?.close();
-  await deleteHook(env, hookName);
   await env?.stop();
 });
 
@@ -70,7 +55,7 @@ test.serial(
     replicas.push(second);
     t.is(await leaseHolder(), leader, 'the first replica keeps leading while it lives');
 
-    await createRevision(env, 'fo-00001', { annotations: { failover: 'yes' } });
+    await env.createRevision('fo-00001', { annotations: { failover: 'yes' } });
     const sent = await waitFor(() => hook.requests.find((r) => r.data.revision.name === 'fo-00001'), {
       timeoutMs: 30_000,
       what: 'the request',
@@ -79,7 +64,7 @@ test.serial(
 
     first.child.kill('SIGKILL');
     await first.exited;
-    t.true(isHeld(await getRevision(env, 'fo-00001')), 'still held with the leader gone');
+    t.true(isHeld(await env.getRevision('fo-00001')), 'still held with the leader gone');
     const successor = await waitFor(async () => ((await leaseHolder()) !== leader ? leaseHolder() : undefined), {
       timeoutMs: 30_000,
       what: 'the second replica to take the Lease',
@@ -94,7 +79,7 @@ test.serial(
     t.is(resent.data.attempt, sent.data.attempt);
     const answer = await asyncReply(resent, 'succeeded');
     t.is(answer.status, 202);
-    await waitFor(async () => !isHeld(await getRevision(env, 'fo-00001')), { timeoutMs: 30_000, what: 'the release by the new leader' });
-    t.is((await waitForRun(env, 'fo-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.phase, 'Released');
+    await env.waitReleased('fo-00001');
+    t.is((await env.waitForRun('fo-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.phase, 'Released');
   },
 );

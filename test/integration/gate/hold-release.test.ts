@@ -2,39 +2,24 @@
 // Deployment exists, its hook runs, the reply releases it, and its pods get the binding.
 import { ApiException, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import {
-  createDeploymentLikeKnative,
-  createHook,
-  createRevision,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  getRevision,
-  hookSpec,
-  isHeld,
-  type ReceivedRequest,
-  startHookServer,
-  waitForRun,
-  waitUntilStamped,
-} from '../../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { asyncReply } from '../../../devcluster/gate/replies.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
-const hooks: string[] = [];
 
 test.before(async () => {
   env = await gateEnv('hold');
 });
 
 test.after.always(async () => {
-  await Promise.all(hooks.map((h) => deleteHook(env, h)));
   await env?.stop();
 });
 
 test('a matching Revision is held, its Deployment denied with directions, and released with its binding on every pod', async (t) => {
   const hookName = `${env.instance}-db`;
-  hooks.push(hookName);
   await env.core.createNamespacedSecret({
     namespace: env.namespace,
     body: { metadata: { name: 'demo-db' }, stringData: { url: 'postgres://demo', password: 's3cret' } },
@@ -45,29 +30,19 @@ test('a matching Revision is held, its Deployment denied with directions, and re
     return { status: 202 };
   });
   t.teardown(() => hook.close());
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: {
-          annotation: { key: 'serving-binding', value: 'demo-db' },
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': env.namespace } },
-        },
-        contributions: { allowed: ['env', 'volume'] },
-        params: { plan: 'small' },
-        delivery: { transport: 'http', url: hook.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hookName, { 'serving-binding': 'demo-db' });
+  await env.createHook(hookName, {
+    match: env.annotationMatch('serving-binding', 'demo-db'),
+    contributions: { allowed: ['env', 'volume'] },
+    params: { plan: 'small' },
+    delivery: { transport: 'http', url: hook.url },
+  });
+  await env.waitUntilStamped(hookName, { 'serving-binding': 'demo-db' });
 
-  const created = await createRevision(env, 'demo-00001', { annotations: { 'serving-binding': 'demo-db' } });
+  const created = await env.createRevision('demo-00001', { annotations: { 'serving-binding': 'demo-db' } });
   t.true(isHeld(created), 'the webhook stamps the hold label at create');
   t.deepEqual(JSON.parse(created.metadata?.annotations?.['prestart.dev/hooks'] ?? '[]'), [hookName]);
 
-  const denied = await createDeploymentLikeKnative(env, created);
+  const denied = await env.createDeploymentLikeKnative(created);
   t.false(denied.created);
   if (!denied.created) {
     t.is(denied.status, 403);
@@ -80,9 +55,9 @@ test('a matching Revision is held, its Deployment denied with directions, and re
   t.is(request.headers['ce-prestarthook'], hookName);
   t.is(request.data.revision.name, 'demo-00001');
   t.deepEqual((request.data as unknown as { hook: { params: unknown } }).hook.params, { plan: 'small' });
-  const running = await waitForRun(env, 'demo-00001', 'hook Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
+  const running = await env.waitForRun('demo-00001', 'hook Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
   t.is(running.status?.phase, 'Running');
-  t.true(isHeld(await getRevision(env, 'demo-00001')), 'still held while the hook works');
+  t.true(isHeld(await env.getRevision('demo-00001')), 'still held while the hook works');
 
   const answer = await asyncReply(request, 'succeeded', {
     message: 'database demo-db ready',
@@ -93,19 +68,13 @@ test('a matching Revision is held, its Deployment denied with directions, and re
   });
   t.is(answer.status, 202);
 
-  const released = await waitFor(
-    async () => {
-      const rev = await getRevision(env, 'demo-00001');
-      return isHeld(rev) ? undefined : rev;
-    },
-    { timeoutMs: 30_000, what: 'the hold label to be removed' },
-  );
+  const released = await env.waitReleased('demo-00001');
   t.is(released.metadata?.labels?.['prestart.dev/inject'], 'true');
   t.false((released.metadata?.finalizers ?? []).includes('prestart.dev/cancel-hooks'));
-  const run = await waitForRun(env, 'demo-00001', 'Released', (r) => r.status?.phase === 'Released');
+  const run = await env.waitForRun('demo-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.is(run.status?.summary, '1/1');
 
-  const allowed = await createDeploymentLikeKnative(env, released);
+  const allowed = await env.createDeploymentLikeKnative(released);
   t.deepEqual(allowed, { created: true });
 
   const pod: V1Pod = await waitFor(
@@ -128,10 +97,10 @@ test('a matching Revision is held, its Deployment denied with directions, and re
 });
 
 test('a Revision that matches no hook is never held', async (t) => {
-  const rev = await createRevision(env, 'plain-00001', { annotations: { 'serving-binding': 'other' } });
+  const rev = await env.createRevision('plain-00001', { annotations: { 'serving-binding': 'other' } });
   t.false(isHeld(rev));
   t.is(rev.metadata?.annotations?.['prestart.dev/hooks'], undefined);
-  t.deepEqual(await createDeploymentLikeKnative(env, rev), { created: true });
+  t.deepEqual(await env.createDeploymentLikeKnative(rev), { created: true });
   const run = await env.custom
     .getNamespacedCustomObject({
       group: 'prestart.dev',

@@ -3,20 +3,9 @@
 // stream, the Revision is released; a gate killed between storing a reply and acking it loses
 // nothing because JetStream redelivers the unacked reply to the restarted gate.
 import test from 'ava';
-import {
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  getRevision,
-  hookSpec,
-  isHeld,
-  waitForRun,
-  waitUntilStamped,
-} from '../../../devcluster/gate/harness.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
 import { freePorts } from '../../../devcluster/ports.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
@@ -37,25 +26,17 @@ test.after.always(async () => {
 });
 
 function natsHook(env: GateEnv, name: string, match: string) {
-  return createHook(
-    env,
-    name,
-    hookSpec(
-      {
-        match: annotationMatch(env.namespace, match),
-        resendInterval: '1m',
-        delivery: { transport: 'nats' },
-      },
-      env.namespace,
-    ),
-  );
+  return env.createHook(name, {
+    match: env.annotationMatch(match),
+    resendInterval: '1m',
+    delivery: { transport: 'nats' },
+  });
 }
 
 test.serial('a request over JetStream is answered over JetStream and releases the Revision', async (t) => {
   const env = await gateEnv('nats', { nats: nats.url });
   t.teardown(() => env.stop());
   const name = `${env.instance}-db`;
-  t.teardown(() => deleteHook(env, name));
   let release!: () => void;
   const proceed = new Promise<void>((resolve) => {
     release = resolve;
@@ -72,14 +53,14 @@ test.serial('a request over JetStream is answered over JetStream and releases th
   });
   t.teardown(() => hook.stop());
   await natsHook(env, name, 'nats');
-  await waitUntilStamped(env, name, { nats: 'yes' });
+  await env.waitUntilStamped(name, { nats: 'yes' });
 
-  await createRevision(env, 'nats-00001', { annotations: { nats: 'yes' } });
+  await env.createRevision('nats-00001', { annotations: { nats: 'yes' } });
   await waitFor(() => seen.includes('nats-00001'), { timeoutMs: 30_000, what: 'the hook to get the request from JetStream' });
-  t.true(isHeld(await getRevision(env, 'nats-00001')), 'held while the hook works');
+  t.true(isHeld(await env.getRevision('nats-00001')), 'held while the hook works');
   release();
-  await waitFor(async () => !isHeld(await getRevision(env, 'nats-00001')), { timeoutMs: 30_000, what: 'the release' });
-  const run = await waitForRun(env, 'nats-00001', 'Released', (r) => r.status?.phase === 'Released');
+  await env.waitReleased('nats-00001');
+  const run = await env.waitForRun('nats-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.is(run.status?.hooks?.[0]?.message, 'provisioned over NATS');
 });
 
@@ -87,7 +68,6 @@ test.serial('a gate killed after storing a JetStream reply but before acking it 
   const env = await gateEnv('natscrash', { inProcess: false });
   cleanups.push(() => env.stop());
   const name = `${env.instance}-db`;
-  cleanups.push(() => deleteHook(env, name));
   const [webhook, sink] = await freePorts(2);
   const ports = { webhook: webhook as number, sink: sink as number };
   const hook = await serveHookNats({ name, servers: nats.url, handler: async () => succeed('done') });
@@ -96,15 +76,15 @@ test.serial('a gate killed after storing a JetStream reply but before acking it 
 
   const doomed: GateProcess = await spawnGate(env, ports, 'after-reply-recorded', nats.url);
   cleanups.push(() => doomed.stop());
-  await waitUntilStamped(env, name, { natscrash: 'yes' });
-  await createRevision(env, 'natscrash-00001', { annotations: { natscrash: 'yes' } });
+  await env.waitUntilStamped(name, { natscrash: 'yes' });
+  await env.createRevision('natscrash-00001', { annotations: { natscrash: 'yes' } });
   const { signal } = await doomed.exited;
   t.is(signal, 'SIGKILL', 'the gate died at the crash point');
-  await waitForRun(env, 'natscrash-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
-  t.true(isHeld(await getRevision(env, 'natscrash-00001')), 'held: the gate died before it could act');
+  await env.waitForRun('natscrash-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
+  t.true(isHeld(await env.getRevision('natscrash-00001')), 'held: the gate died before it could act');
 
   const restarted = await spawnGate(env, ports, undefined, nats.url);
   cleanups.push(() => restarted.stop());
-  await waitFor(async () => !isHeld(await getRevision(env, 'natscrash-00001')), { timeoutMs: 90_000, what: 'the release after restart' });
-  t.is((await waitForRun(env, 'natscrash-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.summary, '1/1');
+  await env.waitReleased('natscrash-00001', 90_000);
+  t.is((await env.waitForRun('natscrash-00001', 'Released', (r) => r.status?.phase === 'Released')).status?.summary, '1/1');
 });

@@ -9,19 +9,10 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import {
-  annotationMatch,
-  createHook,
-  createRevision,
-  deleteHook,
-  type GateEnv,
-  gateEnv,
-  type HookServer,
-  hookSpec,
-  isHeld,
-  startHookServer,
-  waitUntilStamped,
-} from '../../../devcluster/gate/harness.ts';
+import { HOLD_LABEL } from '../../../api/types.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
@@ -56,23 +47,15 @@ test.before(async () => {
   tenant.loadFromFile(await env.cluster.mintUserKubeconfig('tenant-alice', ['system:authenticated']));
   hookServer = await startHookServer(async () => ({ status: 202 }));
   hookName = `${env.instance}-scan`;
-  await createHook(
-    env,
-    hookName,
-    hookSpec(
-      {
-        match: annotationMatch(env.namespace, 'scan'),
-        delivery: { transport: 'http', url: hookServer.url },
-      },
-      env.namespace,
-    ),
-  );
-  await waitUntilStamped(env, hookName, { scan: 'yes' });
+  await env.createHook(hookName, {
+    match: env.annotationMatch('scan'),
+    delivery: { transport: 'http', url: hookServer.url },
+  });
+  await env.waitUntilStamped(hookName, { scan: 'yes' });
 });
 
 test.after.always(async () => {
   await hookServer?.close();
-  await deleteHook(env, hookName);
   await env?.stop();
 });
 
@@ -90,9 +73,9 @@ async function tenantPatch(name: string, patch: object): Promise<unknown> {
 }
 
 test('a namespace owner cannot remove the hold label or rewrite the hooks snapshot', async (t) => {
-  const rev = await createRevision(env, 'held-00001', { annotations: { scan: 'yes' }, kc: tenant });
+  const rev = await env.createRevision('held-00001', { annotations: { scan: 'yes' }, kc: tenant });
   t.true(isHeld(rev));
-  const removal = await tenantPatch('held-00001', { metadata: { labels: { 'prestart.dev/hold': null } } });
+  const removal = await tenantPatch('held-00001', { metadata: { labels: { [HOLD_LABEL]: null } } });
   t.true(removal instanceof ApiException && removal.code === 403, 'removing the label is denied');
   if (removal instanceof ApiException) t.regex(String(removal.body), /prestart/);
   const rewrite = await tenantPatch('held-00001', { metadata: { annotations: { 'prestart.dev/hooks': '[]' } } });
@@ -104,17 +87,17 @@ test('a namespace owner cannot remove the hold label or rewrite the hooks snapsh
 });
 
 test('a forged stamp on the tenant’s own Revision neither skips nor forges hooks', async (t) => {
-  const skip = await createRevision(env, 'skip-00001', {
+  const skip = await env.createRevision('skip-00001', {
     annotations: { scan: 'yes', 'prestart.dev/hooks': '[]' },
-    labels: { 'prestart.dev/hold': 'false' },
+    labels: { [HOLD_LABEL]: 'false' },
     kc: tenant,
   });
   t.true(isHeld(skip), 'the hold is set anyway');
   t.deepEqual(JSON.parse(skip.metadata?.annotations?.['prestart.dev/hooks'] ?? ''), [hookName], 'the real hooks, not the forged list');
 
-  const forged = await createRevision(env, 'forge-00001', {
+  const forged = await env.createRevision('forge-00001', {
     annotations: { 'prestart.dev/hooks': '["imaginary"]', 'prestart.dev/reason': 'fake' },
-    labels: { 'prestart.dev/hold': 'true', 'prestart.dev/inject': 'true' },
+    labels: { [HOLD_LABEL]: 'true', 'prestart.dev/inject': 'true' },
     kc: tenant,
   });
   t.false(isHeld(forged), 'no hook applies, so the forged hold is stripped');
@@ -123,7 +106,7 @@ test('a forged stamp on the tenant’s own Revision neither skips nor forges hoo
 });
 
 test('a namespace owner cannot write a PrestartRun’s status', async (t) => {
-  await createRevision(env, 'run-00001', { annotations: { scan: 'yes' } });
+  await env.createRevision('run-00001', { annotations: { scan: 'yes' } });
   const api = tenant.makeApiClient(CustomObjectsApi);
   const run = await waitFor(
     () =>

@@ -4,7 +4,7 @@
 // and changes nothing.
 import { AdmissionregistrationV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/harness.ts';
+import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
 import { ensureWebhookConfiguration } from '../../../gate/webhooks/registration.ts';
 
 const CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';

@@ -1,11 +1,9 @@
 // Shared by the hook integration tests: a silent or recording logger, and a hook served on 127.0.0.1.
 import type { ExecutionContext } from 'ava';
-import { Command } from 'commander';
 import pino, { type Logger } from 'pino';
-import { type CliIo, registerHookCommands } from '../../../hooks/cli.ts';
 import { type ReplySink, startReplySink } from '../../../hooks/conformance/reply-sink.ts';
 import { type HookServer, type ServeHookOptions, serveHook } from '../../../hooks/sdk/index.ts';
-import { keys } from '../../support/requests.ts';
+import { keys } from '../../support/keys.ts';
 
 export const silent = pino({ level: 'silent' });
 
@@ -35,22 +33,4 @@ export function post(url: string, message: { headers: Record<string, string>; bo
     headers: message.headers,
     body: typeof message.body === 'string' ? message.body : new Uint8Array(message.body),
   });
-}
-
-/** Runs `knative-prestart <args>` in process (the hook commands), capturing output and exit code. */
-export async function runCli(args: string[]): Promise<{ out: string; code: number }> {
-  let out = '';
-  let code = 0;
-  const io: CliIo = {
-    out: (text) => {
-      out += `${text}\n`;
-    },
-    setExitCode: (c) => {
-      code = c;
-    },
-  };
-  const program = new Command('knative-prestart').exitOverride();
-  registerHookCommands(program, io);
-  await program.parseAsync(['node', 'knative-prestart', ...args]);
-  return { out, code };
 }

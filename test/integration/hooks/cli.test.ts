@@ -6,7 +6,8 @@ import test from 'ava';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { succeed } from '../../../hooks/sdk/index.ts';
 import { start as nonCloudEventBody } from '../../fixtures/broken-hooks/non-cloudevent-body.ts';
-import { hookFor, runCli } from './_support.ts';
+import { runCli } from '../../support/hook-cli.ts';
+import { hookFor } from './_support.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 

@@ -5,8 +5,8 @@ import { waitFor } from '../../../devcluster/wait.ts';
 import { isFinal } from '../../../hooks/conformance/describe.ts';
 import { CancelledError, serveHook, succeed, volumeContribution } from '../../../hooks/sdk/index.ts';
 import { toBinary, toStructured } from '../../../schemas/index.ts';
-import { cancelEvent, startEvent } from '../../support/requests.ts';
-import { listen } from '../transports/_server.ts';
+import { cancelEvent, requestEvent } from '../../support/events.ts';
+import { listen } from '../../support/http-server.ts';
 import { gateSink, hookFor, post, recordingLogger, silent } from './_support.ts';
 
 test('answers 202 with an empty body at once, then posts progress and the final reply to data.replyTo', async (t) => {
@@ -18,7 +18,7 @@ test('answers 202 with an empty body at once, then posts progress and the final 
       return succeed('database ready', [volumeContribution('db', 'orders-db')]);
     },
   });
-  const response = await post(hook.url, toBinary(startEvent({ replyTo: sink.url })));
+  const response = await post(hook.url, toBinary(requestEvent({ hook: 'db', replyTo: sink.url })));
   t.is(response.status, 202);
   t.is(await response.text(), '');
   const final = await sink.waitFor(isFinal, 10_000);
@@ -37,7 +37,7 @@ test('answers 202 with an empty body at once, then posts progress and the final 
 test('a structured-mode request is served like a binary one', async (t) => {
   const sink = await gateSink(t);
   const hook = await hookFor(t, { name: 'db', handler: async (req) => succeed(`hello ${req.revision.name}`) });
-  t.is((await post(hook.url, toStructured(startEvent({ replyTo: sink.url })))).status, 202);
+  t.is((await post(hook.url, toStructured(requestEvent({ hook: 'db', replyTo: sink.url })))).status, 202);
   t.like((await sink.waitFor(isFinal, 10_000))?.reply, { outcome: 'succeeded', message: 'hello checkout-00002' });
 });
 
@@ -53,7 +53,7 @@ test('the configured sink (K_SINK) takes the replies, not data.replyTo', async (
   // No `sink` option: the default is read from K_SINK.
   const hook = await serveHook({ port: 0, host: '127.0.0.1', name: 'db', handler: async () => succeed('ok'), logger: silent });
   t.teardown(() => hook.close());
-  await post(hook.url, toBinary(startEvent({ replyTo: replyTo.url })));
+  await post(hook.url, toBinary(requestEvent({ hook: 'db', replyTo: replyTo.url })));
   t.truthy(await broker.waitFor(isFinal, 10_000));
   t.is(replyTo.replies.length, 0);
 });
@@ -64,7 +64,7 @@ test('bad input is refused with its status and a JSON reason', async (t) => {
   const notCe = await post(hook.url, { headers: { 'content-type': 'application/json' }, body: '{"status":"hello"}' });
   t.is(notCe.status, 400);
   t.like(await notCe.json(), { code: 'malformed' });
-  const wrongType = toBinary(startEvent());
+  const wrongType = toBinary(requestEvent({ hook: 'db' }));
   wrongType.headers['ce-type'] = 'com.example.other';
   const refused = await post(hook.url, wrongType);
   t.is(refused.status, 400);
@@ -76,7 +76,7 @@ test('a request for another hook is answered 202 and not run, and says so in the
   let runs = 0;
   const { logger, lines } = recordingLogger();
   const hook = await hookFor(t, { name: 'db', handler: async () => succeed(String(++runs)), logger });
-  const response = await post(hook.url, toBinary(startEvent({ hook: 'cache-warm' })));
+  const response = await post(hook.url, toBinary(requestEvent({ hook: 'cache-warm' })));
   t.is(response.status, 202);
   t.is(await response.text(), '');
   t.is(runs, 0);
@@ -98,7 +98,7 @@ test('a repeat while running joins the run; a repeat after it finished re-sends 
       return succeed('migrated');
     },
   });
-  const request = toBinary(startEvent({ replyTo: sink.url }));
+  const request = toBinary(requestEvent({ hook: 'db', replyTo: sink.url }));
   t.is((await post(hook.url, request)).status, 202);
   await waitFor(() => runs === 1, { what: 'the handler to start' });
   t.is((await post(hook.url, request)).status, 202);
@@ -123,7 +123,7 @@ test('a cancel aborts the running handler and no reply is sent', async (t) => {
         });
       }),
   });
-  const start = startEvent({ replyTo: sink.url });
+  const start = requestEvent({ hook: 'db', replyTo: sink.url });
   await post(hook.url, toBinary(start));
   await waitFor(() => hook.runner.running === 1, { what: 'the handler to start' });
   t.is((await post(hook.url, toBinary(cancelEvent(start, 'superseded by checkout-00003')))).status, 202);
@@ -139,7 +139,7 @@ test('a cancel aborts the running handler and no reply is sent', async (t) => {
 
 test('mode sync answers 200 with the completed event when the handler is quick', async (t) => {
   const hook = await hookFor(t, { name: 'db', mode: 'sync', handler: async () => succeed('quick') });
-  const response = await post(hook.url, toBinary(startEvent()));
+  const response = await post(hook.url, toBinary(requestEvent({ hook: 'db' })));
   t.is(response.status, 200);
   t.is(response.headers.get('ce-type'), 'revision.prestart.completed');
   t.deepEqual(await response.json(), { outcome: 'succeeded', message: 'quick' });
@@ -160,7 +160,7 @@ test('mode sync answers 202 when the handler outlasts the budget, and replies la
       return succeed('slow');
     },
   });
-  const response = await post(hook.url, toBinary(startEvent({ replyTo: sink.url })));
+  const response = await post(hook.url, toBinary(requestEvent({ hook: 'db', replyTo: sink.url })));
   t.is(response.status, 202);
   t.is(await response.text(), '');
   release();
@@ -175,7 +175,7 @@ test('a handler that throws is answered with a failed reply', async (t) => {
       throw new Error('no route to database');
     },
   });
-  await post(hook.url, toBinary(startEvent({ replyTo: sink.url })));
+  await post(hook.url, toBinary(requestEvent({ hook: 'db', replyTo: sink.url })));
   t.like((await sink.waitFor(isFinal, 10_000))?.reply, { outcome: 'failed', message: 'the hook threw: no route to database' });
 });
 
@@ -198,11 +198,11 @@ test('a reply answered 503 is sent again; one answered 422 is not', async (t) =>
   const policy = { attempts: 5, baseDelayMs: 20, maxDelayMs: 50, maxElapsedMs: 5_000 };
   const hook = await hookFor(t, { name: 'db', handler: async () => succeed(), sendPolicy: policy, logger });
 
-  await post(hook.url, toBinary(startEvent({ replyTo: `${receiver.url}/flaky` })));
+  await post(hook.url, toBinary(requestEvent({ hook: 'db', replyTo: `${receiver.url}/flaky` })));
   await waitFor(() => lines.some((l) => l.msg === 'reply sent'), { what: 'the reply to get through' });
   t.is(posts.length, 3);
 
-  await post(hook.url, toBinary(startEvent({ replyTo: `${receiver.url}/refusing` })));
+  await post(hook.url, toBinary(requestEvent({ hook: 'db', replyTo: `${receiver.url}/refusing` })));
   const failure = await waitFor(() => lines.find((l) => String(l.msg).startsWith('reply not delivered')), {
     what: 'the refusal to be logged',
   });

@@ -8,16 +8,18 @@ import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
 import { type HookHandler, type NatsHookService, serveHookNats, succeed } from '../../../hooks/sdk/index.ts';
 import { toBinary } from '../../../schemas/index.ts';
-import { REPLIES_STREAM, REQUESTS_STREAM, toNatsHeaders } from '../../../schemas/nats-binding.ts';
+import { STREAMS } from '../../../schemas/nats.ts';
+import { toNatsHeaders } from '../../../schemas/nats-binding.ts';
 import { createNatsSink } from '../../../sinks/nats.ts';
-import { cancelEvent, keys, startEvent } from '../../support/requests.ts';
+import { cancelEvent, requestEvent } from '../../support/events.ts';
+import { keys } from '../../support/keys.ts';
 import { silent } from './_support.ts';
 
 interface Setup {
   url: string;
   nc: NatsConnection;
   seen: Reply[];
-  send: (event: ReturnType<typeof startEvent>) => Promise<unknown>;
+  send: (event: ReturnType<typeof requestEvent>) => Promise<unknown>;
   serve: (handler: HookHandler) => Promise<NatsHookService>;
 }
 
@@ -58,7 +60,7 @@ async function setup(t: ExecutionContext): Promise<Setup> {
 }
 
 async function requestConsumer(nc: NatsConnection) {
-  const info = await (await nc.jetstreamManager()).consumers.info(REQUESTS_STREAM, 'prestart-hook-db');
+  const info = await (await nc.jetstreamManager()).consumers.info(STREAMS.requests.name, 'prestart-hook-db');
   // delivered.consumer_seq counts every delivery, redeliveries included.
   return { pending: info.num_pending, ackPending: info.num_ack_pending, deliveries: info.delivered.consumer_seq };
 }
@@ -74,7 +76,7 @@ test('a request sent by the gate is served and its replies reach the gate; the r
     await c.progress(30, 'copying');
     return succeed(`migrated ${req.revision.name}`);
   });
-  await ctx.send(startEvent());
+  await ctx.send(requestEvent({ hook: 'db' }));
   await waitFor(() => ctx.seen.some((r) => r.outcome === 'succeeded'), { what: 'the final reply to reach the gate' });
   t.deepEqual(
     ctx.seen.map((r) => [r.outcome, r.message]),
@@ -90,7 +92,7 @@ test('a request delivered again after it finished is answered with the same repl
   const ctx = await setup(t);
   let runs = 0;
   await ctx.serve(async () => succeed(`run ${++runs}`));
-  const event = startEvent();
+  const event = requestEvent({ hook: 'db' });
   await ctx.send(event);
   await waitFor(() => ctx.seen.length === 1, { what: 'the first reply' });
   await waitFor(settled(ctx.nc), { what: 'the first delivery to be acked' });
@@ -101,7 +103,7 @@ test('a request delivered again after it finished is answered with the same repl
     .publish('prestart.requests.db', new TextEncoder().encode(String(message.body)), { headers: toNatsHeaders(message) });
   await waitFor(async () => (await requestConsumer(ctx.nc)).pending === 0 && (await settled(ctx.nc)()), { what: 'the repeat to be acked' });
   t.is(runs, 1);
-  const replies = await (await ctx.nc.jetstreamManager()).streams.info(REPLIES_STREAM);
+  const replies = await (await ctx.nc.jetstreamManager()).streams.info(STREAMS.replies.name);
   t.is(replies.state.messages, 1, 'the re-sent reply has the same id, so JetStream stored it once');
   t.is(ctx.seen.length, 1);
 });
@@ -114,13 +116,13 @@ test('a cancel aborts the running handler; the request is acked and nothing is r
         c.signal.addEventListener('abort', () => reject(c.signal.reason));
       }),
   );
-  const start = startEvent();
+  const start = requestEvent({ hook: 'db' });
   await ctx.send(start);
   await waitFor(() => service.runner.running === 1, { what: 'the handler to start' });
   await ctx.send(cancelEvent(start));
   await waitFor(() => service.runner.running === 0, { what: 'the cancel to end the run' });
   await waitFor(settled(ctx.nc), { what: 'both messages to be acked' });
-  t.is((await (await ctx.nc.jetstreamManager()).streams.info(REPLIES_STREAM)).state.messages, 0);
+  t.is((await (await ctx.nc.jetstreamManager()).streams.info(STREAMS.replies.name)).state.messages, 0);
 });
 
 test('a hook stopped mid-run hands the request back, and the next replica answers it', async (t) => {
@@ -128,7 +130,7 @@ test('a hook stopped mid-run hands the request back, and the next replica answer
   const stuck = await ctx.serve(
     (_req, c) => new Promise((_resolve, reject) => c.signal.addEventListener('abort', () => reject(c.signal.reason))),
   );
-  await ctx.send(startEvent());
+  await ctx.send(requestEvent({ hook: 'db' }));
   await waitFor(() => stuck.runner.running === 1, { what: 'the first replica to start' });
   await stuck.stop();
   await ctx.serve(async () => succeed('done by the second replica'));

@@ -3,7 +3,7 @@
 // per-path script, then 202; a Broker whose name starts with "busy" holds its answer, as the
 // InMemoryChannel does until every subscriber answered.
 import express from 'express';
-import { type Listening, listen } from './_server.ts';
+import { type Listening, listen } from '../../support/http-server.ts';
 
 export interface IngressHit {
   at: number;

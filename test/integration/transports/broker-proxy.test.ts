@@ -10,8 +10,8 @@ import { waitFor } from '../../../devcluster/wait.ts';
 import { type BackgroundResult, type BrokerTransportOptions, createBrokerTransport } from '../../../emitter/broker.ts';
 import { TransportError } from '../../../emitter/transport.ts';
 import { requestEvent } from '../../support/events.ts';
+import { deferred } from '../../support/http-server.ts';
 import { type FakeIngress, startFakeIngress } from './_ingress.ts';
-import { deferred } from './_server.ts';
 
 const INGRESS_HOST = 'broker-ingress.knative-eventing.svc.cluster.local';
 
@@ -89,7 +89,7 @@ test('with a proxy, a cluster-local Broker address is reached through it with th
   t.is(hit?.headers['ce-type'], 'revision.prestart.requested');
   t.is(hit?.headers['ce-specversion'], '1.0');
   t.is(hit?.headers['ce-source'], event.source);
-  t.is(JSON.parse(hit?.body ?? '{}').revision.name, 'web-00002');
+  t.is(JSON.parse(hit?.body ?? '{}').revision.name, 'checkout-00002');
   await transport.close();
 });
 

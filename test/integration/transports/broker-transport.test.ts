@@ -8,8 +8,8 @@ import { freePorts } from '../../../devcluster/ports.ts';
 import { type BackgroundResult, createBrokerTransport } from '../../../emitter/broker.ts';
 import { type Transport, TransportError } from '../../../emitter/transport.ts';
 import { requestEvent } from '../../support/events.ts';
+import { deferred } from '../../support/http-server.ts';
 import { type FakeIngress, startFakeIngress } from './_ingress.ts';
-import { deferred } from './_server.ts';
 
 let ingress: FakeIngress;
 const silent = pino({ level: 'silent' });
@@ -52,7 +52,7 @@ test('a request goes to the Broker’s ingress in binary mode and 202 means acce
   const [hit] = hitsFor('/shop/plain');
   t.is(hit?.headers['ce-id'], event.id);
   t.is(hit?.headers['ce-type'], 'revision.prestart.requested');
-  t.is(JSON.parse(hit?.body ?? '{}').revision.name, 'web-00002');
+  t.is(JSON.parse(hit?.body ?? '{}').revision.name, 'checkout-00002');
   t.deepEqual(lookups, ['shop/plain']);
   await transport.close();
 });

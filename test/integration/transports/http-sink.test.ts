@@ -10,8 +10,9 @@ import { toBinary, toStructured } from '../../../schemas/index.ts';
 import { createSinkRouter } from '../../../sinks/http.ts';
 import { createSinkMetrics } from '../../../sinks/metrics.ts';
 import type { ReplyDisposition } from '../../../sinks/types.ts';
-import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from '../../support/events.ts';
-import { type Listening, listen } from './_server.ts';
+import { completedEvent, recordingOnReply, requestEvent } from '../../support/events.ts';
+import { type Listening, listen } from '../../support/http-server.ts';
+import { foreignKeys, keys } from '../../support/keys.ts';
 
 const servers: Listening[] = [];
 test.after.always(async () => {
@@ -62,7 +63,14 @@ test('binary mode from a Trigger, with the broker-filter’s headers: 202, empty
   const res = await post(`${url}/`, toBinary(reply), FILTER_HEADERS);
   await expectEmpty202(t, res);
   t.is(seen.length, 1);
-  t.like(seen[0], { namespace: 'shop', revision: 'web-00002', hook: 'db-migrate', attempt: 2, outcome: 'failed', message: 'lock timeout' });
+  t.like(seen[0], {
+    namespace: 'shop',
+    revision: 'checkout-00002',
+    hook: 'db-migrate',
+    attempt: 2,
+    outcome: 'failed',
+    message: 'lock timeout',
+  });
 });
 
 test('structured mode with Knative extensions in the document, POSTed to /events', async (t) => {

@@ -6,8 +6,9 @@ import { createHttpTransport } from '../../../emitter/http.ts';
 import { TransportError } from '../../../emitter/transport.ts';
 import type { Message } from '../../../schemas/event.ts';
 import { parseCompleted, toBinary, toStructured } from '../../../schemas/index.ts';
-import { completedEvent, keys, requestEvent } from '../../support/events.ts';
-import { deferred, type Listening, listen } from './_server.ts';
+import { completedEvent, requestEvent } from '../../support/events.ts';
+import { deferred, type Listening, listen } from '../../support/http-server.ts';
+import { keys } from '../../support/keys.ts';
 
 const received: { path: string; headers: Record<string, string | string[] | undefined>; body: string }[] = [];
 const release = deferred();

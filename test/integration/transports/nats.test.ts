@@ -8,12 +8,15 @@ import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
 import { TransportError } from '../../../emitter/transport.ts';
+import { sendReply } from '../../../hooks/sdk/nats.ts';
 import { parseRequested } from '../../../schemas/index.ts';
-import { fromNatsMessage, REPLIES_STREAM, REQUESTS_STREAM } from '../../../schemas/nats-binding.ts';
+import { STREAMS } from '../../../schemas/nats.ts';
+import { fromNatsMessage } from '../../../schemas/nats-binding.ts';
 import { createSinkMetrics } from '../../../sinks/metrics.ts';
-import { createNatsSink, type NatsSinkOptions, sendReply } from '../../../sinks/nats.ts';
-import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from '../../support/events.ts';
-import { deferred } from './_server.ts';
+import { createNatsSink, type NatsSinkOptions } from '../../../sinks/nats.ts';
+import { completedEvent, recordingOnReply, requestEvent } from '../../support/events.ts';
+import { deferred } from '../../support/http-server.ts';
+import { foreignKeys, keys } from '../../support/keys.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -42,7 +45,7 @@ function startSink(ctx: Ctx, opts: Omit<NatsSinkOptions, 'keys' | 'servers' | 'l
 }
 
 async function consumerState(nc: NatsConnection, durable = 'prestart-gate') {
-  const info = await (await nc.jetstreamManager()).consumers.info(REPLIES_STREAM, durable);
+  const info = await (await nc.jetstreamManager()).consumers.info(STREAMS.replies.name, durable);
   // delivered.consumer_seq counts every delivery, redeliveries included.
   return { pending: info.num_pending, ackPending: info.num_ack_pending, deliveries: info.delivered.consumer_seq };
 }
@@ -62,12 +65,12 @@ test('a request is stored in PRESTART_REQUESTS and a hook reads back the same Cl
 
   // The hook's side: its own durable consumer on its subject.
   const jsm = await ctx.nc.jetstreamManager();
-  await jsm.consumers.add(REQUESTS_STREAM, {
+  await jsm.consumers.add(STREAMS.requests.name, {
     durable_name: 'db-migrate-hook',
     ack_policy: AckPolicy.Explicit,
     filter_subject: 'prestart.requests.db-migrate',
   });
-  const consumer = await ctx.nc.jetstream().consumers.get(REQUESTS_STREAM, 'db-migrate-hook');
+  const consumer = await ctx.nc.jetstream().consumers.get(STREAMS.requests.name, 'db-migrate-hook');
   const msg = await consumer.next({ expires: 5_000 });
   t.truthy(msg);
   if (!msg) return;
@@ -94,7 +97,7 @@ test('a resent request (same CloudEvent id) is stored once', async (t) => {
   await transport.send(event, { transport: 'nats' }, 'resent');
   await transport.send(event, { transport: 'nats' }, 'resent');
   await transport.send(requestEvent({ hook: 'resent', attempt: 2 }), { transport: 'nats' }, 'resent');
-  const info = await (await ctx.nc.jetstreamManager()).streams.info(REQUESTS_STREAM);
+  const info = await (await ctx.nc.jetstreamManager()).streams.info(STREAMS.requests.name);
   t.is(info.state.messages, 2);
 });
 
@@ -111,7 +114,7 @@ test('the request stream is created once and re-used by a second gate', async (t
   const streams = await (await ctx.nc.jetstreamManager()).streams.list().next();
   t.deepEqual(
     streams.map((s) => [s.config.name, s.config.subjects]),
-    [[REQUESTS_STREAM, ['prestart.requests.>']]],
+    [[STREAMS.requests.name, ['prestart.requests.>']]],
   );
 });
 
@@ -144,9 +147,9 @@ test('a reply published on prestart.replies.<hook> reaches the gate verified, an
   await startSink(ctx, { onReply, metrics: createSinkMetrics(registry) }).start();
   const reply = completedEvent(requestEvent({ hook: 'db-migrate', attempt: 3 }), { message: 'done' });
   const ack = await sendReply(ctx.nc, 'db-migrate', reply);
-  t.is(ack.stream, REPLIES_STREAM);
+  t.is(ack.stream, STREAMS.replies.name);
   await waitFor(() => seen.length === 1, { what: 'the reply to reach onReply' });
-  t.like(seen[0], { hook: 'db-migrate', attempt: 3, outcome: 'succeeded', message: 'done', revision: 'web-00002' });
+  t.like(seen[0], { hook: 'db-migrate', attempt: 3, outcome: 'succeeded', message: 'done', revision: 'checkout-00002' });
   t.like(await waitFor(settled(ctx.nc), { what: 'the reply to be acked' }), { deliveries: 1 });
   t.regex(await registry.metrics(), /prestart_sink_replies_total\{transport="nats",outcome="applied"\} 1/);
 });

@@ -1,11 +1,19 @@
 // Small fixture builders for the core's plain data, plus a fold that applies a decision's actions
 // to the observation the way the shell would (status writes, label and annotation changes).
 import type { ExecutionContext } from 'ava';
-import type { ContributionKind, FailurePolicy, PrestartHook, PrestartHookSpec, PrestartRunView, Reply, RevisionView } from '../../../api/types.ts';
-import type { Action, Decision, Observed } from '../../../gate/core/types.ts';
+import type {
+  ContributionKind,
+  FailurePolicy,
+  PrestartHook,
+  PrestartHookSpec,
+  PrestartRunView,
+  Reply,
+  RevisionView,
+} from '../../../api/types.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
 import { applyReply } from '../../../gate/core/reply.ts';
+import type { Action, Decision, Observed } from '../../../gate/core/types.ts';
 
 export const T0 = new Date('2025-01-01T00:00:00.000Z');
 export const at = (seconds: number): Date => new Date(T0.getTime() + seconds * 1000);

@@ -1,7 +1,7 @@
 import test from 'ava';
-import type { Observed } from '../../../gate/core/types.ts';
 import { CANCEL_FINALIZER, REASON_ANNOTATION } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
+import type { Observed } from '../../../gate/core/types.ts';
 import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, revision, types } from './_builders.ts';
 
 /** db (order 1) Requested, warm (order 2) Pending. */

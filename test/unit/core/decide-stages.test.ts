@@ -1,7 +1,7 @@
 import test from 'ava';
-import type { Observed } from '../../../gate/core/types.ts';
 import { REASON_ANNOTATION, RETRY_ANNOTATION } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
+import type { Observed } from '../../../gate/core/types.ts';
 import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, step, types } from './_builders.ts';
 
 /** A held Revision whose run exists (created at T0, nothing requested yet). */

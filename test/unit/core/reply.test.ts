@@ -1,8 +1,9 @@
 import test from 'ava';
 import type { PrestartRunStatus, PrestartRunView } from '../../../api/types.ts';
-import type { ReplyResult } from '../../../gate/core/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
-import { applyReply } from '../../../gate/core/reply.ts';
+import { applyReply, deliveryFailureReply, GATE_REPLY_KEY, invalidReplyFailure, requestRef } from '../../../gate/core/reply.ts';
+import { contributionsOf } from '../../../gate/core/status.ts';
+import type { ReplyResult } from '../../../gate/core/types.ts';
 import { apply, at, heldRevision, hook, observed, reply } from './_builders.ts';
 
 /** A run with db (and cache) Requested at attempt 1. */
@@ -145,4 +146,48 @@ test('a hook that may not contribute anything has every contribution dropped', (
   const status = statusOf(applyReply(run, reply(run, 'cache', { contributions: [{ name: 'c', secretName: 'c', as: 'envFrom' }] }), at(1)));
   t.is(status.hooks[1]?.contributions, undefined);
   t.regex(status.hooks[1]?.message ?? '', /kind envFrom not allowed \(allowed: none\)/);
+});
+
+test('a permanent refusal of a request fails the hook at once; a retriable one waits for the resend', (t) => {
+  const run = requestedRun();
+  const ref = requestRef({ namespace: run.namespace, name: run.name, uid: run.spec.revisionUID }, 'db', 1);
+  t.is(deliveryFailureReply(ref, { retriable: true, reason: 'POST http://db/: hook answered 503' }), undefined);
+  const failure = deliveryFailureReply(ref, { retriable: false, reason: 'POST http://db/: hook answered 404' });
+  t.deepEqual(failure, {
+    namespace: run.namespace,
+    revision: run.name,
+    revisionUID: run.spec.revisionUID,
+    hook: 'db',
+    attempt: 1,
+    outcome: 'failed',
+    message: 'the hook could not take the request: POST http://db/: hook answered 404',
+    eventKey: GATE_REPLY_KEY,
+  });
+  if (!failure) return;
+  const status = statusOf(applyReply(run, failure, at(1)));
+  t.like(status.hooks[0], { phase: 'Failed', message: 'the hook could not take the request: POST http://db/: hook answered 404' });
+});
+
+test('an invalid synchronous answer fails the hook with the reason it was refused', (t) => {
+  const run = requestedRun();
+  const failure = invalidReplyFailure(
+    requestRef({ namespace: run.namespace, name: run.name, uid: run.spec.revisionUID }, 'cache', 1),
+    'bad replyid',
+  );
+  t.like(failure, { hook: 'cache', attempt: 1, outcome: 'failed', message: 'the hook answered with an invalid reply: bad replyid' });
+  t.like(statusOf(applyReply(run, failure, at(1))).hooks[1], { phase: 'Failed' });
+});
+
+test('a pod gets the contributions of the hooks that succeeded, and only those', (t) => {
+  const env = { name: 'db', secretName: 'db', as: 'env' as const, env: { A: 'a' } };
+  const volume = { name: 'tls', secretName: 'tls', as: 'volume' as const };
+  const status = {
+    hooks: [
+      { name: 'db', phase: 'Succeeded' as const, attempt: 1, contributions: [env] },
+      { name: 'tls', phase: 'Failed' as const, attempt: 1, contributions: [volume] },
+      { name: 'cache', phase: 'Succeeded' as const, attempt: 1 },
+    ],
+  };
+  t.deepEqual(contributionsOf(status), [env]);
+  t.deepEqual(contributionsOf(undefined), []);
 });

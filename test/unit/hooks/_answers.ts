@@ -5,7 +5,7 @@ import type { Answer } from '../../../hooks/conformance/post.ts';
 import { type ReceivedReply, readReply } from '../../../hooks/conformance/reply-sink.ts';
 import type { CloudEventRecord } from '../../../schemas/event.ts';
 import { buildCompleted, toBinary } from '../../../schemas/index.ts';
-import { keys } from '../../support/requests.ts';
+import { keys } from '../../support/keys.ts';
 
 export function answer(status: number | undefined, over: Partial<Answer> = {}): Answer {
   return {

@@ -9,10 +9,10 @@ import {
   checkReplyIds,
   checkSpeed,
 } from '../../../hooks/conformance/checks.ts';
-import { startEvent } from '../../support/requests.ts';
+import { requestEvent } from '../../support/events.ts';
 import { answer, jsonAnswer, reply } from './_answers.ts';
 
-const request = startEvent();
+const request = requestEvent();
 
 test('R1 passes with a final reply and says how it came', (t) => {
   const c = checkReplies(answer(202), [reply(request, 'progress'), reply(request, 'succeeded', { message: 'ready', at: 2_500 })], 30_000);

@@ -2,9 +2,9 @@ import test from 'ava';
 import { errorEvent, finalEvent, MAX_MESSAGE, progressEvent } from '../../../hooks/sdk/outcome.ts';
 import { fail, succeed } from '../../../hooks/sdk/types.ts';
 import { checkCompletedData } from '../../../schemas/index.ts';
-import { parsed, startEvent } from '../../support/requests.ts';
+import { parsed, requestEvent } from '../../support/events.ts';
 
-const request = parsed(startEvent());
+const request = parsed(requestEvent({ hook: 'db' }));
 const source = '/prestart-hooks/db';
 
 test('succeed() becomes a succeeded reply echoing the correlationid, hook, attempt and subject', (t) => {

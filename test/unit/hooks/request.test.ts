@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { attemptKey, toHookRequest } from '../../../hooks/sdk/request.ts';
 import { parseRequested } from '../../../schemas/index.ts';
-import { cancelEvent, parsed, startEvent } from '../../support/requests.ts';
+import { cancelEvent, parsed, requestEvent } from '../../support/events.ts';
 
 test('the protocol vector start-binary reads as a typed request', (t) => {
   const vector = JSON.parse(readFileSync(new URL('../../../schemas/vectors/requested/valid/start-binary.json', import.meta.url), 'utf8'));
@@ -20,7 +20,7 @@ test('the protocol vector start-binary reads as a typed request', (t) => {
 });
 
 test('a handler changing its request does not change what the SDK remembers', (t) => {
-  const p = parsed(startEvent({ params: { nested: { a: 1 } } }));
+  const p = parsed(requestEvent({ params: { nested: { a: 1 } } }));
   const request = toHookRequest(p);
   (request.params.nested as { a: number }).a = 2;
   request.revision.labels.x = 'y';
@@ -29,12 +29,12 @@ test('a handler changing its request does not change what the SDK remembers', (t
 });
 
 test('a cancel names the same attempt as its start, though its id differs', (t) => {
-  const start = startEvent();
+  const start = requestEvent();
   const cancel = cancelEvent(start);
   t.not(cancel.id, start.id);
   t.is(attemptKey(parsed(cancel)), attemptKey(parsed(start)));
   t.not(
-    attemptKey(parsed(startEvent({ attempt: 2, uid: (start.data as { revision: { uid: string } }).revision.uid }))),
+    attemptKey(parsed(requestEvent({ attempt: 2, uid: (start.data as { revision: { uid: string } }).revision.uid }))),
     attemptKey(parsed(start)),
   );
 });

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { createHookRunner, type Submission } from '../../../hooks/sdk/runner.ts';
 import { CancelledError, DeadlineError, type HookContext, type HookHandler, type HookOutcome, succeed } from '../../../hooks/sdk/types.ts';
 import type { CloudEventRecord } from '../../../schemas/event.ts';
-import { cancelEvent, parsed, startEvent } from '../../support/requests.ts';
+import { cancelEvent, parsed, requestEvent } from '../../support/events.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -33,7 +33,7 @@ function jobOf(s: Submission) {
 test('a repeat while running joins the run; a repeat after it finished gets the same final event', async (t) => {
   const h = controlled();
   const runner = createHookRunner({ handler: h.handler, source: '/t', logger: silent });
-  const request = parsed(startEvent());
+  const request = parsed(requestEvent());
   const started = h.nextStart();
   const first = runner.submit(request);
   t.is(first.type, 'started');
@@ -52,7 +52,7 @@ test('a repeat while running joins the run; a repeat after it finished gets the 
 test('a cancel aborts the running handler with a CancelledError and no final event is produced', async (t) => {
   const h = controlled();
   const runner = createHookRunner({ handler: h.handler, source: '/t', logger: silent });
-  const start = startEvent();
+  const start = requestEvent();
   const started = h.nextStart();
   const job = jobOf(runner.submit(parsed(start)));
   await started;
@@ -68,7 +68,7 @@ test('a cancel aborts the running handler with a CancelledError and no final eve
 test('a cancel that overtakes its start keeps the start from running', (t) => {
   const h = controlled();
   const runner = createHookRunner({ handler: h.handler, source: '/t', logger: silent });
-  const start = startEvent();
+  const start = requestEvent();
   t.is(runner.cancel(parsed(cancelEvent(start))), 'remembered');
   const s = runner.submit(parsed(start));
   t.is(s.type, 'skipped');
@@ -79,7 +79,7 @@ test('a cancel that overtakes its start keeps the start from running', (t) => {
 test('a request whose deadline has passed is not run', (t) => {
   const h = controlled();
   const runner = createHookRunner({ handler: h.handler, source: '/t', logger: silent });
-  const s = runner.submit(parsed(startEvent({ deadline: new Date(Date.now() - 1000) })));
+  const s = runner.submit(parsed(requestEvent({ deadline: new Date(Date.now() - 1000) })));
   t.like(s, { type: 'skipped' });
   if (s.type === 'skipped') t.regex(s.reason, /deadline .* has passed/);
 });
@@ -87,7 +87,7 @@ test('a request whose deadline has passed is not run', (t) => {
 test('the signal aborts with a DeadlineError when the deadline passes during the run', async (t) => {
   const h = controlled();
   const runner = createHookRunner({ handler: h.handler, source: '/t', logger: silent });
-  const job = jobOf(runner.submit(parsed(startEvent({ deadline: new Date(Date.now() + 200) }))));
+  const job = jobOf(runner.submit(parsed(requestEvent({ deadline: new Date(Date.now() + 200) }))));
   t.is(await job.done, undefined);
   t.true(h.runs[0]?.ctx.signal.reason instanceof DeadlineError);
 });
@@ -100,7 +100,7 @@ test('a handler that throws gets a failed final event, remembered like any other
     source: '/t',
     logger: silent,
   });
-  const request = parsed(startEvent());
+  const request = parsed(requestEvent());
   const final = await jobOf(runner.submit(request)).done;
   t.like(final?.data, { outcome: 'failed', message: 'the hook threw: database unreachable' });
   t.like(runner.submit(request), { type: 'finished' });
@@ -123,7 +123,7 @@ test('progress reports go out in order and before the final event; late ones are
     await new Promise((resolve) => setTimeout(resolve, (e.data as { progress: number }).progress === 10 ? 50 : 0));
     sent.push(e);
   };
-  const final = await jobOf(runner.submit(parsed(startEvent()), slowSender)).done;
+  const final = await jobOf(runner.submit(parsed(requestEvent()), slowSender)).done;
   await lateProgress(90, 'too late');
   t.deepEqual(
     sent.map((e) => e.data),
@@ -144,15 +144,15 @@ test('a progress sender that fails does not fail the run', async (t) => {
     source: '/t',
     logger: silent,
   });
-  const final = await jobOf(runner.submit(parsed(startEvent()), () => Promise.reject(new Error('sink down')))).done;
+  const final = await jobOf(runner.submit(parsed(requestEvent()), () => Promise.reject(new Error('sink down')))).done;
   t.like(final?.data, { outcome: 'succeeded' });
 });
 
 test('finished results beyond `remember` are forgotten, oldest first', async (t) => {
   let runs = 0;
   const runner = createHookRunner({ handler: async () => succeed(`run ${++runs}`), source: '/t', logger: silent, remember: 1 });
-  const a = parsed(startEvent());
-  const b = parsed(startEvent());
+  const a = parsed(requestEvent());
+  const b = parsed(requestEvent());
   await jobOf(runner.submit(a)).done;
   await jobOf(runner.submit(b)).done;
   t.like(runner.submit(b), { type: 'finished' });
@@ -163,9 +163,9 @@ test('close() aborts running handlers and refuses new work', async (t) => {
   const h = controlled();
   const runner = createHookRunner({ handler: h.handler, source: '/t', logger: silent });
   const started = h.nextStart();
-  const job = jobOf(runner.submit(parsed(startEvent())));
+  const job = jobOf(runner.submit(parsed(requestEvent())));
   await started;
   await runner.close();
   t.is(await job.done, undefined);
-  t.like(runner.submit(parsed(startEvent())), { type: 'skipped', reason: 'the hook is shutting down' });
+  t.like(runner.submit(parsed(requestEvent())), { type: 'skipped', reason: 'the hook is shutting down' });
 });

@@ -2,7 +2,7 @@
 // the Revision held, the hook running, the release, the pod with its binding, the Service Ready.
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { RunObject } from '../../../api/resources.ts';
-import type { HookStatus } from '../../../api/types.ts';
+import { HOLD_LABEL, type HookStatus } from '../../../api/types.ts';
 import type { CoreEvent, KnativeObject } from '../../../devcluster/knative-client.ts';
 import type { DemoTarget } from '../../../examples/quickstart/milestones.ts';
 import type { DemoObjects } from '../../../examples/quickstart/view.ts';
@@ -31,7 +31,7 @@ export function revision(
       name,
       labels: {
         'serving.knative.dev/service': 'demo',
-        ...(opts.held ? { 'prestart.dev/hold': 'true' } : {}),
+        ...(opts.held ? { [HOLD_LABEL]: 'true' } : {}),
         ...(opts.inject ? { 'prestart.dev/inject': 'true' } : {}),
       },
       annotations: opts.hooks ? { 'prestart.dev/hooks': JSON.stringify(opts.hooks) } : {},

@@ -151,12 +151,37 @@ test('the size bound counts bytes, not characters', (t) => {
 });
 
 test('a missing id is refused even though the SDK would invent one', (t) => {
-  const { id: _, ...withoutId } = event;
-  const message = toStructured(withoutId as CloudEventRecord);
-  t.truthy((HTTP.toEvent({ headers: message.headers, body: message.body }) as CloudEvent<unknown>).id);
+  const { id: _, ...withoutId } = JSON.parse(String(toStructured(event).body)) as Record<string, unknown>;
+  const message = { headers: { 'content-type': 'application/cloudevents+json' }, body: JSON.stringify(withoutId) };
+  t.truthy((HTTP.toEvent(message) as CloudEvent<unknown>).id);
   const result = parseMessage(message, limit);
   t.false(result.ok);
   if (!result.ok) t.is(result.error.reason, 'missing required attribute id');
+});
+
+// The README's reason for reading with our own codec: the SDK's reader builds events it never validates.
+test('what the SDK reader takes, ours refuses', (t) => {
+  const { headers, body } = toBinary(event);
+  const lax = [
+    { headers: { ...headers, 'ce-time': 'yesterday' }, body },
+    { headers: { ...headers, 'ce-type': '' }, body },
+    { headers: { ...headers, 'ce-specversion': '0.3' }, body },
+    { headers: { ...headers, 'ce-source': undefined as unknown as string }, body },
+    { headers: { ...headers, 'ce-id': 'a', 'CE-ID': 'b' }, body },
+  ];
+  for (const message of lax) {
+    t.notThrows(() => HTTP.toEvent(message));
+    t.false(parseMessage(message, limit).ok, JSON.stringify(message.headers));
+  }
+  const upper = { headers: { ...headers, 'CE-REPLYID': 'abc.def' }, body };
+  t.false('replyid' in (HTTP.toEvent(upper) as CloudEvent<unknown>));
+  t.is(parsed(upper).replyid, 'abc.def');
+});
+
+test('outgoing events are checked by the SDK: an invalid one is not sent', (t) => {
+  t.throws(() => toBinary({ ...event, source: '' }));
+  t.throws(() => toBinary({ ...event, 'bad-name': 'x' }));
+  t.throws(() => toBinary({ ...event, note: { nested: true } }), { message: /cannot be sent as a header/ });
 });
 
 function refusal(message: Parameters<typeof parseMessage>[0]): string {

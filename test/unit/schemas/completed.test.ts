@@ -15,7 +15,8 @@ import {
   toBinary,
   toStructured,
 } from '../../../schemas/index.ts';
-import { deadline, hook, keys, revision } from '../../support/schema-fixtures.ts';
+import { deadline, hook, revision } from '../../support/fixtures.ts';
+import { keys } from '../../support/keys.ts';
 
 const HOOK_SOURCE = '/apis/serving.knative.dev/v1/namespaces/shop/services/db-migrate-hook';
 const request = buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys });

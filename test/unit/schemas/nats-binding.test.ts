@@ -9,7 +9,8 @@ import {
   subjectFor,
   toNatsHeaders,
 } from '../../../schemas/nats-binding.ts';
-import { completedEvent, keys, requestEvent } from '../../support/events.ts';
+import { completedEvent, requestEvent } from '../../support/events.ts';
+import { keys } from '../../support/keys.ts';
 
 test('binary mode: attributes become ce- headers and the data content type travels as ce-datacontenttype', (t) => {
   const event = requestEvent();

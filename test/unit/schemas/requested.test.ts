@@ -10,7 +10,8 @@ import {
   toBinary,
   toStructured,
 } from '../../../schemas/index.ts';
-import { deadline, hook, keys, revision } from '../../support/schema-fixtures.ts';
+import { deadline, hook, revision } from '../../support/fixtures.ts';
+import { keys } from '../../support/keys.ts';
 
 const start = () => buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys });
 

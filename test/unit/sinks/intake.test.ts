@@ -3,15 +3,20 @@ import test from 'ava';
 import { flattenHeaders } from '../../../schemas/http-binding.ts';
 import { toBinary } from '../../../schemas/index.ts';
 import { handleCompleted, httpAnswer } from '../../../sinks/intake.ts';
-import { completedEvent, foreignKeys, keys, recordingOnReply, requestEvent } from '../../support/events.ts';
+import { completedEvent, recordingOnReply, requestEvent } from '../../support/events.ts';
+import { foreignKeys, keys } from '../../support/keys.ts';
 
 const maxBytes = 65536;
 
 test('a genuine reply reaches onReply with its identity taken from the verified replyid', async (t) => {
   const { seen, onReply } = recordingOnReply();
-  const handled = await handleCompleted(toBinary(completedEvent(requestEvent({ hook: 'warm', attempt: 2 }))), { keys, maxBytes, onReply });
+  const handled = await handleCompleted(toBinary(completedEvent(requestEvent({ hook: 'warm', attempt: 2, uid: 'uid-7' }))), {
+    keys,
+    maxBytes,
+    onReply,
+  });
   t.is(handled.outcome, 'applied');
-  t.like(seen[0], { hook: 'warm', attempt: 2, namespace: 'shop', revisionUID: 'uid-web-00002' });
+  t.like(seen[0], { hook: 'warm', attempt: 2, namespace: 'shop', revisionUID: 'uid-7' });
 });
 
 test('invalid input never reaches onReply and keeps the schemas’ status', async (t) => {

@@ -1,4 +1,4 @@
-// Writes the test vectors next to this file: `node --import tsx schemas/vectors/generate.ts`.
+// Writes the test vectors next to this file: `node --import tsx schemas/vectors/write-vectors.ts`.
 // Every message is spelt out here by hand, and correlation ids are computed with node:crypto
 // directly from the documented algorithm, not with KeyRing: the vectors check the
 // implementation instead of echoing it. Review the diff before committing regenerated files.
@@ -24,9 +24,7 @@ interface Ref {
 
 function mint(keyHex: string, ref: Ref): string {
   const payload = Buffer.from(JSON.stringify(ref)).toString('base64url');
-  const mac = createHmac('sha256', Buffer.from(keyHex, 'hex'))
-    .update(`prestart.dev/correlationid/v1:${payload}`)
-    .digest('base64url');
+  const mac = createHmac('sha256', Buffer.from(keyHex, 'hex')).update(`prestart.dev/correlationid/v1:${payload}`).digest('base64url');
   return `${payload}.${mac}`;
 }
 
@@ -261,13 +259,16 @@ const vectors: Record<string, Record<string, Vector>> = {
       description: 'A success with volume and envFrom contributions, structured mode.',
       mode: 'structured',
       headers: STRUCTURED,
-      body: structuredCompleted({}, {
-        outcome: 'succeeded',
-        contributions: [
-          { name: 'orders-db', secretName: 'orders-db-app', as: 'volume' },
-          { name: 'orders-db-env', secretName: 'orders-db-app', as: 'envFrom' },
-        ],
-      }),
+      body: structuredCompleted(
+        {},
+        {
+          outcome: 'succeeded',
+          contributions: [
+            { name: 'orders-db', secretName: 'orders-db-app', as: 'volume' },
+            { name: 'orders-db-env', secretName: 'orders-db-app', as: 'envFrom' },
+          ],
+        },
+      ),
       expect: {
         ok: true,
         reply: reply(
@@ -530,7 +531,7 @@ const vectors: Record<string, Record<string, Vector>> = {
       expect: { ok: false, code: 'invalid-data' },
     },
     'too-large': {
-      description: 'A body over the receiver\'s limit (maxBytes 1024 here; the gate defaults to 64 KiB).',
+      description: "A body over the receiver's limit (maxBytes 1024 here; the gate defaults to 64 KiB).",
       mode: 'binary',
       headers: completedHeaders(),
       body: JSON.stringify({ outcome: 'failed', message: 'x'.repeat(2000) }),

@@ -1,8 +1,6 @@
-// Inputs shared by the schema tests: one Revision, one hook, one key ring.
-import type { HookSnapshot, RevisionView } from '../../api/types.ts';
-import { KeyRing } from '../../schemas/index.ts';
-
-export const keys = KeyRing.fromHex('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f');
+// One Revision, one hook and one deadline: the inputs the schema tests build from, and the
+// defaults of the test requests (events.ts).
+import { HOLD_LABEL, type HookSnapshot, type RevisionView } from '../../api/types.ts';
 
 export const revision: RevisionView = {
   namespace: 'shop',
@@ -10,7 +8,7 @@ export const revision: RevisionView = {
   uid: '5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e',
   service: 'checkout',
   configuration: 'checkout',
-  labels: { 'serving.knative.dev/service': 'checkout', 'prestart.dev/hold': 'true' },
+  labels: { 'serving.knative.dev/service': 'checkout', [HOLD_LABEL]: 'true' },
   annotations: { 'prestart.dev/hooks': '["db-migrate"]' },
   images: ['registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae'],
   createdAt: new Date('2025-06-01T11:59:00Z'),

@@ -1,4 +1,4 @@
-// A real HTTP server on 127.0.0.1 (a free port) for the transports and sinks to talk to.
+// A real HTTP server on 127.0.0.1 (a free port) for transports, sinks and hooks under test to talk to.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';

@@ -1,0 +1,102 @@
+// The layering rule of the house, checked by `npm run lint` (README, "Layout"): imports point down.
+//   api < schemas < emitter | sinks < triggers < gate < hooks < cli
+// emitter and sinks are siblings and never import each other. Inside gate/, gate/core is the pure
+// core (api/ and itself, nothing else: no node: builtins, no npm packages); hooks/sdk is what hook
+// authors run, so it reaches only api/ and schemas/. Product code never imports the local cluster
+// (devcluster/), tests, benches or examples; of devcluster/, only devcluster/gate/ runs the product.
+
+/** Bottom to top; a layer may import the layers before it in this list, and itself. */
+const LAYERS = ['api', 'schemas', 'emitter|sinks', 'triggers', 'gate', 'hooks', 'cli'];
+const PRODUCT = LAYERS.join('|');
+
+const upward = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `${layer.replace('|', '-or-')}-imports-up`,
+  comment: `${layer}/ may import only the layers below it (${LAYERS.slice(0, i).join(', ') || 'nothing of ours'})`,
+  severity: 'error',
+  from: { path: `^(${layer})/` },
+  to: { path: `^(${LAYERS.slice(i + 1).join('|')})/` },
+}));
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    ...upward,
+    {
+      name: 'emitter-sinks-siblings',
+      comment: 'emitter/ (sending) and sinks/ (receiving) share what they need through schemas/, never each other',
+      severity: 'error',
+      from: { path: '^(emitter|sinks)/' },
+      to: { path: '^(emitter|sinks)/', pathNot: '^$1/' },
+    },
+    {
+      name: 'gate-core-pure',
+      comment: 'gate/core is the functional core: it imports api/ and gate/core only (no I/O, no npm packages)',
+      severity: 'error',
+      from: { path: '^gate/core/' },
+      to: { pathNot: '^(api|gate/core)/' },
+    },
+    {
+      name: 'hook-sdk-closure',
+      comment: "hooks/sdk is the hook author's kit: it imports only api/, schemas/ and itself, directly or not",
+      severity: 'error',
+      from: { path: '^hooks/sdk/' },
+      to: { path: `^(${PRODUCT})/`, pathNot: '^(api|schemas|hooks/sdk)/', reachable: true },
+    },
+    {
+      name: 'product-imports-non-product',
+      comment: 'the product (what `npm run build` ships) never imports the local cluster, tests, benches or examples',
+      severity: 'error',
+      from: { path: `^(${PRODUCT})/` },
+      to: { path: '^(devcluster|test|bench|examples)/' },
+    },
+    {
+      name: 'devcluster-imports-product',
+      comment: 'devcluster/ is a control plane of its own; only devcluster/gate/ runs the gate on it',
+      severity: 'error',
+      from: { path: '^devcluster/', pathNot: '^devcluster/gate/' },
+      to: { path: `^(${PRODUCT})/` },
+    },
+    {
+      name: 'imports-test',
+      comment: 'test/ helpers are for tests only',
+      severity: 'error',
+      from: { pathNot: '^test/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'product-imports-dev-dependency',
+      comment: 'a devDependency is not installed where the product runs',
+      severity: 'error',
+      from: { path: `^(${PRODUCT})/` },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'no-circular',
+      comment: 'a cycle ties modules into one: break it by moving the shared part down a layer',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'an import the cruiser cannot resolve would escape every rule above',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    // test/cluster is a leftover symlink to devcluster/ in some work trees; dist/ is build output.
+    exclude: { path: '^dist/|^test/cluster/' },
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports bind layers as much as value imports do.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

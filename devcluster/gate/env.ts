@@ -1,0 +1,157 @@
+// A gate running in this process against the shared real control plane, scoped to one
+// namespace of its own so test files (and benches) can run side by side. The gate talks to the apiserver as
+// its real service-account identity (a minted client certificate), bound by config/300-rbac.yaml,
+// so the RBAC and the policies are exercised as installed. The env carries what a test does in its
+// namespace (hooks.ts, revisions.ts) as methods: env.createHook(...), env.createRevision(...).
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import pino from 'pino';
+import type { GateConfig } from '../../gate/config.ts';
+import { type RunningGate, startGate } from '../../gate/gate.ts';
+import { webhookConfigurationName } from '../../gate/webhooks/tls.ts';
+import { applyManifests } from '../apply.ts';
+import type { Cluster } from '../control-plane.ts';
+import { knativeServingCrdDir } from '../knative.ts';
+import { sharedCluster } from '../shared.ts';
+import { waitFor } from '../wait.ts';
+import { type HookMethods, hookMethods } from './hooks.ts';
+import { type RevisionMethods, revisionMethods } from './revisions.ts';
+
+export const GATE_USER = 'system:serviceaccount:knative-prestart:knative-prestart-gate';
+export const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
+const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
+
+let installed: Promise<Cluster> | undefined;
+
+/** Knative's CRDs and the project's manifests, applied once per process (idempotent). */
+export function installedCluster(): Promise<Cluster> {
+  installed ??= (async () => {
+    const cluster = await sharedCluster();
+    await applyManifests(cluster.kubeConfig, await knativeServingCrdDir());
+    // The CRDs, the hold policies and RBAC as installed; not 400-webhooks/500-gate, which point
+    // at an in-cluster Service: each test gate registers its own url-based configuration.
+    for (const file of ['100-prestarthook-crd.yaml', '100-prestartrun-crd.yaml', '200-hold-policy.yaml', '300-rbac.yaml']) {
+      await applyManifests(cluster.kubeConfig, `${configDir}${file}`);
+    }
+    return cluster;
+  })();
+  return installed;
+}
+
+export interface GateEnv extends HookMethods, RevisionMethods {
+  cluster: Cluster;
+  admin: KubeConfig;
+  namespace: string;
+  instance: string;
+  gate: RunningGate;
+  /** Where the gate's identity kubeconfig is (for gates run as processes). */
+  gateKubeconfigPath: string;
+  custom: CustomObjectsApi;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  /**
+   * Starts (or restarts, after stopGate) the gate for this namespace; `overrides` (e.g. Triggers
+   * and Broker settings) are kept for later restarts.
+   */
+  startGate(overrides?: Partial<GateConfig>): Promise<RunningGate>;
+  /** Deletes the hooks created through the env, stops the gate, deletes the namespace. */
+  stop(): Promise<void>;
+}
+
+const instanceRbacName = (instance: string) => `knative-prestart-gate-webhook-${instance}`;
+
+/**
+ * What an admin adds for a second gate instance (config/300-rbac.yaml limits update/patch of the
+ * webhook configuration by name): the right to write the one named after this instance.
+ */
+async function grantInstanceWebhook(admin: KubeConfig, instance: string): Promise<void> {
+  const name = instanceRbacName(instance);
+  await applyManifests(
+    admin,
+    [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name },
+        rules: [
+          {
+            apiGroups: ['admissionregistration.k8s.io'],
+            resources: ['mutatingwebhookconfigurations'],
+            resourceNames: [webhookConfigurationName(instance)],
+            verbs: ['update', 'patch'],
+          },
+        ],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        subjects: [{ kind: 'ServiceAccount', name: 'knative-prestart-gate', namespace: 'knative-prestart' }],
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      },
+    ]
+      .map((o) => JSON.stringify(o))
+      .join('\n---\n'),
+  );
+}
+
+/** A namespace of its own and, unless `inProcess` is false, a gate running in this process. */
+export async function gateEnv(name: string, { inProcess = true, nats }: { inProcess?: boolean; nats?: string } = {}): Promise<GateEnv> {
+  const cluster = await installedCluster();
+  const admin = cluster.kubeConfig;
+  const instance = `${name}-${randomBytes(3).toString('hex')}`;
+  const namespace = instance;
+  const core = admin.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: namespace, labels: { 'prestart.dev/gate': instance } } } });
+  await grantInstanceWebhook(admin, instance);
+  const gateKubeconfigPath = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
+  const gateKc = new KubeConfig();
+  gateKc.loadFromFile(gateKubeconfigPath);
+  const { deleteCreatedHooks, ...hooks } = hookMethods(admin, namespace);
+  let kept: Partial<GateConfig> = {};
+  const env: GateEnv = {
+    cluster,
+    admin,
+    namespace,
+    instance,
+    gate: undefined as unknown as RunningGate,
+    gateKubeconfigPath,
+    custom: admin.makeApiClient(CustomObjectsApi),
+    core,
+    apps: admin.makeApiClient(AppsV1Api),
+    ...hooks,
+    ...revisionMethods(admin, namespace),
+    async startGate(overrides) {
+      if (overrides) kept = overrides;
+      env.gate = await startGate(
+        {
+          kubeConfig: gateKc,
+          namespace: 'knative-prestart',
+          instance,
+          identity: `${instance}-${process.pid}-${randomBytes(2).toString('hex')}`,
+          namespaceSelector: `prestart.dev/gate=${instance}`,
+          webhook: { host: '127.0.0.1', port: 0, bindingRoot: '/bindings' },
+          sink: { host: '127.0.0.1', port: 0, maxBytes: 64 * 1024 },
+          source: `/apis/prestart.dev/v1alpha1/gate/${instance}`,
+          workers: 4,
+          ...(nats ? { nats: { servers: nats } } : {}),
+          ...kept,
+        },
+        pino({ name: instance, level: process.env.GATE_LOG_LEVEL ?? 'warn' }),
+      );
+      await waitFor(() => env.gate.isLeader(), { timeoutMs: 30_000, what: `gate ${instance} to lead` });
+      return env.gate;
+    },
+    async stop() {
+      await deleteCreatedHooks();
+      await env.gate?.stop().catch(() => undefined);
+      await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.deleteClusterRoleBinding({ name: instanceRbacName(instance) }).catch(() => undefined);
+      await rbac.deleteClusterRole({ name: instanceRbacName(instance) }).catch(() => undefined);
+    },
+  };
+  if (inProcess) await env.startGate();
+  return env;
+}
