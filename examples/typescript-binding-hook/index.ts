@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { errorLine as kubeErrorLine } from '../../api/kube-errors.ts';
 import {
   allowedOnly,
   envContribution,
@@ -18,11 +19,10 @@ import {
   type HookHandler,
   type HookServer,
   isDns1123Subdomain,
-  kubeErrorLine,
   serveHook,
   succeed,
   volumeContribution,
-} from '../../hooks/index.ts';
+} from '../../hooks/sdk/index.ts';
 import { credentials, kubernetesSecrets, type SecretStore } from './secrets.ts';
 
 export const HOOK_NAME = 'provision-db';

@@ -35,7 +35,7 @@ test.serial('missing binaries name the build script', async (t) => {
   process.env.KNATIVE_PRESTART_CACHE = await tempDir(t);
   try {
     const err = await t.throwsAsync(startCluster(), { instanceOf: ClusterStartError });
-    t.regex(lastLine(err), /^missing control-plane binaries in .* \(etcd-v.*kube-apiserver.*\): run test\/cluster\/build-binaries\.sh all/);
+    t.regex(lastLine(err), /^missing control-plane binaries in .* \(etcd-v.*kube-apiserver.*\): run devcluster\/build-binaries\.sh all/);
   } finally {
     if (saved === undefined) delete process.env.KNATIVE_PRESTART_CACHE;
     else process.env.KNATIVE_PRESTART_CACHE = saved;
