@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries from Go modules at pinned versions and caches them
 # outside the repo, so a warm machine skips the build. Prints one clear line on failure.
 #
-#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats]
+#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger]
 #
 # Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
 set -euo pipefail
@@ -180,6 +180,10 @@ build_knative_eventing() {
     done
   )
   build_own_main "$dir" "$out" eventing-controllers "$here/knative-eventing/main.go"
+  # The ApiServerSource reconciler and its receive adapter, for the notifications test (why mains
+  # of ours: the comments in those files).
+  build_own_main "$dir" "$out" apiserversource-controller "$here/knative-eventing/apiserversource-controller/main.go"
+  build_own_main "$dir" "$out" apiserversource-adapter "$here/knative-eventing/apiserversource-adapter/main.go"
   [ -s "$out/config/channels/in-memory-channel/resources/in-memory-channel.yaml" ] && return 0
   local eventing
   eventing="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/eventing)"
@@ -193,6 +197,67 @@ build_knative_eventing() {
   mv "$out/config.tmp" "$out/config"
 }
 
+# kn, Knative's CLI, for the kn plugin test. The Go module proxy refuses knative.dev/client, so
+# kn is built from the knative/client repository's source at the pinned tag: from $KN_SOURCE (a
+# git clone of knative/client, or a .tar.gz of its tree at the tag), kept in the cache as an
+# archive of go.mod, go.sum, cmd/ and pkg/ (~400 KB) so later builds need neither. By default the
+# source is third_party/knative-client/ (that archive, made with `git archive` of the tag's commit
+# from the knative/client repository, with its LICENSE), so a new machine builds kn offline but
+# for the Go module proxy.
+KN_SOURCE="${KN_SOURCE:-$here/../third_party/knative-client/knative-client-$KN_VERSION.tar.gz}"
+kn_archive="$cache/src/knative-client-$KN_VERSION.tar.gz"
+kn_source_missing() {
+  [ ! -x "$cache/bin/kn-$KN_VERSION/kn" ] && [ ! -s "$kn_archive" ] && [ -z "${KN_SOURCE:-}" ]
+}
+kn_source_hint="set KN_SOURCE to a git clone of https://github.com/knative/client (or a .tar.gz of its tree at $KN_VERSION), or put that archive at $kn_archive"
+build_kn() {
+  local version="$KN_VERSION"
+  local out="$cache/bin/kn-$version"
+  [ -x "$out/kn" ] && return 0
+  local archive="$kn_archive"
+  if [ ! -s "$archive" ]; then
+    local src="${KN_SOURCE:-}"
+    [ -n "$src" ] || die "kn: no source for knative/client $version: $kn_source_hint"
+    mkdir -p "$cache/src"
+    if [ -d "$src" ]; then
+      local commit; commit="$(git -C "$src" rev-parse "$version^{commit}")" || die "kn: $src has no tag $version"
+      [ "$commit" = "$KN_COMMIT" ] || die "kn: tag $version in $src is commit $commit, expected $KN_COMMIT"
+      git -C "$src" archive --format=tar.gz -o "$archive.tmp" "$KN_COMMIT" go.mod go.sum cmd pkg
+    else
+      cp "$src" "$archive.tmp"
+    fi
+    mv "$archive.tmp" "$archive"
+  fi
+  local dir="$work/kn-$version"
+  rm -rf "$dir"
+  mkdir -p "$dir" "$out"
+  tar -xzf "$archive" -C "$dir"
+  [ -f "$dir/cmd/kn/main.go" ] || die "kn: $archive holds no cmd/kn/main.go"
+  local pkg=knative.dev/client/pkg/commands/version
+  (
+    cd "$dir"
+    go build -trimpath -ldflags "-s -w -X $pkg.Version=$version -X $pkg.GitRevision=${KN_COMMIT:0:8}" -o "$out/kn.tmp" ./cmd/kn
+    mv "$out/kn.tmp" "$out/kn"
+  )
+}
+
+# Jaeger (v2: cmd/jaeger, built on the OpenTelemetry Collector), the OTLP receiver and trace store
+# the tracing test queries; a module of ours pins it as a tool (go get -tool).
+build_jaeger() {
+  local version="$JAEGER_VERSION"
+  local out="$cache/bin/jaeger-$version"
+  [ -x "$out/jaeger" ] && return 0
+  local dir="$work/jaeger-$version"
+  mkdir -p "$dir" "$out"
+  (
+    cd "$dir"
+    [ -f go.mod ] || go mod init "knative-prestart.local/jaeger" >/dev/null 2>&1
+    go get -tool "github.com/jaegertracing/jaeger/cmd/jaeger@$version" >/dev/null
+    go build -trimpath -ldflags "-s -w" -o "$out/jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger
+    mv "$out/jaeger.tmp" "$out/jaeger"
+  )
+}
+
 what="${1:-all}"
 case "$what" in
   kubernetes) step kubernetes build_kubernetes ;;
@@ -201,6 +266,8 @@ case "$what" in
   nats) step nats-server build_nats ;;
   knative-serving) step knative-serving build_knative_serving ;;
   knative-eventing) step knative-eventing build_knative_eventing ;;
+  kn) step kn build_kn ;;
+  jaeger) step jaeger build_jaeger ;;
   all)
     # Everything a test run uses: the control plane, then what transport and Knative tests run.
     step etcd build_etcd
@@ -209,6 +276,13 @@ case "$what" in
     step nats-server build_nats
     step knative-serving build_knative_serving
     step knative-eventing build_knative_eventing
+    step jaeger build_jaeger
+    # Only the kn plugin test uses kn: without its source here, that test alone fails, saying so.
+    if kn_source_missing; then
+      echo "build-binaries: kn not built: no source for knative/client $KN_VERSION ($kn_source_hint)" >&2
+    else
+      step kn build_kn
+    fi
     ;;
-  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats)" ;;
+  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger)" ;;
 esac

@@ -106,6 +106,20 @@ function avaArgs(args: string[]): string[] {
   return namesFiles ? args : [...DEFAULT_FILES, ...args];
 }
 
+/** True when the run includes test/integration/install/ (the default set does). */
+function selectsInstallTests(args: string[]): boolean {
+  if (e2e) return false;
+  const files = args.filter((a) => !a.startsWith('-'));
+  const named = files.some((a) => a.endsWith('.ts') || a.startsWith('test/'));
+  return (
+    !named ||
+    files.some(
+      (a) =>
+        a.startsWith('test/integration/install') || a === 'test/integration' || a === 'test/integration/' || a === 'test' || a === 'test/',
+    )
+  );
+}
+
 async function main(): Promise<never> {
   const t0 = performance.now();
   const built = await run('bash', [BUILD_SCRIPT_PATH, 'all']);
@@ -115,6 +129,19 @@ async function main(): Promise<never> {
     return process.exit(built);
   }
   say(`binaries ready in ${seconds(t0)}`);
+
+  // The install tests run the product as an admin gets it: dist/ (the kn plugin) and the image.
+  // Both builds are cached (seconds when nothing changed), and only done when those tests run.
+  if (selectsInstallTests(cliArgs)) {
+    for (const script of ['build', 'image']) {
+      const code = await run('npm', ['run', '--silent', script]);
+      if (interrupted) return finish(signalExitCode(interrupted));
+      if (code !== 0) {
+        say(`npm run ${script} failed (exit ${code}); see the lines above`);
+        return process.exit(code);
+      }
+    }
+  }
 
   const t1 = performance.now();
   try {
