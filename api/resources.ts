@@ -1,8 +1,16 @@
 // The Kubernetes objects the gate reads, as much of them as it uses, and their conversion into
 // the core's plain views.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { PrestartHook, PrestartHookSpec, PrestartRunSpec, PrestartRunStatus, PrestartRunView, RevisionView } from './types.ts';
-import { RETRY_ANNOTATION } from './types.ts';
+import type {
+  Condition,
+  PrestartHook,
+  PrestartHookSpec,
+  PrestartRunSpec,
+  PrestartRunStatus,
+  PrestartRunView,
+  RevisionView,
+} from './types.ts';
+import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, RETRY_ANNOTATION, RUN_IDS_ANNOTATION, RUN_IDS_V2 } from './types.ts';
 
 /** The field manager of every write the gate makes (server-side apply and patches). */
 export const FIELD_MANAGER = 'knative-prestart-gate';
@@ -25,6 +33,7 @@ export function watchPath(r: Resource): string {
 
 export interface RevisionObject extends KubernetesObject {
   spec?: { containers?: Array<{ name?: string; image?: string }> };
+  status?: { conditions?: Condition[] };
 }
 export interface RouteObject extends KubernetesObject {
   spec?: { traffic?: Array<{ revisionName?: string }> };
@@ -61,6 +70,7 @@ export function toRevisionView(obj: RevisionObject): RevisionView {
     createdAt: md.creationTimestamp ? new Date(md.creationTimestamp) : new Date(0),
     deleting: md.deletionTimestamp !== undefined && md.deletionTimestamp !== null,
     finalizers: md.finalizers ?? [],
+    conditions: obj.status?.conditions ?? [],
   };
 }
 
@@ -73,11 +83,20 @@ export function toRunView(obj: RunObject): PrestartRunView {
   return {
     namespace: md.namespace ?? '',
     name: md.name ?? '',
+    uid: md.uid ?? '',
+    ...(md.annotations?.[RUN_IDS_ANNOTATION] === RUN_IDS_V2 ? {} : { legacyIds: true }),
     resourceVersion: md.resourceVersion,
     retryToken: md.annotations?.[RETRY_ANNOTATION],
+    ...forceReleaseOf(md.annotations ?? {}),
     spec: obj.spec,
     status: obj.status,
   };
+}
+
+/** The break-glass request on a run; only with a reason (the hold policy requires one, and the name of who asked). */
+function forceReleaseOf(annotations: Record<string, string>): Pick<PrestartRunView, 'forceRelease'> {
+  const reason = annotations[FORCE_RELEASE_ANNOTATION]?.trim();
+  return reason ? { forceRelease: { reason, by: annotations[FORCE_RELEASE_BY_ANNOTATION] ?? '' } } : {};
 }
 
 /** Knative numbers a Configuration's Revisions by this label; a higher one is newer. */

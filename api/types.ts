@@ -14,12 +14,50 @@ export const HOOKS_ANNOTATION = 'prestart.dev/hooks';
 export const REASON_ANNOTATION = 'prestart.dev/reason';
 /** Label put on a released Revision whose hooks contributed bindings; scopes the Pod webhook. */
 export const INJECT_LABEL = 'prestart.dev/inject';
+/**
+ * Annotation the gate puts on the pod template of a released Revision's Deployment once it has
+ * projected the bindings into it (value: the PrestartRun's uid). Its pods then carry their bindings
+ * from the ReplicaSet and are not sent to the Pod webhook.
+ */
+export const INJECTED_ANNOTATION = 'prestart.dev/injected';
 /** Finalizer on a held Revision so the gate can tell its hooks when it is deleted. */
 export const CANCEL_FINALIZER = 'prestart.dev/cancel-hooks';
 /** Annotation an admin sets on a PrestartRun (any new value) to re-run its failed or timed-out hooks. */
 export const RETRY_ANNOTATION = 'prestart.dev/retry';
+/**
+ * Break glass: an admin sets this annotation on a PrestartRun (value: the reason) to have the gate
+ * release its Revision without its hooks (`kn prestart release REV --force --reason TEXT`). The
+ * hold policy lets only holders of the verb force-release on prestartruns (cluster-wide) set it,
+ * together with FORCE_RELEASE_BY_ANNOTATION naming themselves.
+ */
+/**
+ * Set by the gate on every PrestartRun it creates: its requests are named by the run's UID
+ * (`<runUID>/<hook>/<attempt>`, correlation ids v2). A run without it was created by a release
+ * before run binding; the gate keeps that run's ids (`<revisionUID>/…`, v1) until it ends, so an
+ * upgrade neither refuses the hooks' answers to requests in flight nor makes hooks run twice.
+ */
+export const RUN_IDS_ANNOTATION = 'prestart.dev/request-ids';
+export const RUN_IDS_V2 = 'v2';
+/** The approval built-in hook's decision on a Revision (approved | rejected), and who wrote it (the approval policy checks both). */
+export const APPROVAL_ANNOTATION = 'prestart.dev/approval';
+export const APPROVAL_BY_ANNOTATION = 'prestart.dev/approval-by';
+export const FORCE_RELEASE_ANNOTATION = 'prestart.dev/force-release';
+/** Who set FORCE_RELEASE_ANNOTATION: the policy requires it to equal the request's username. */
+export const FORCE_RELEASE_BY_ANNOTATION = 'prestart.dev/force-release-by';
+/** Label on the Events the gate records, with their reason (HookFailed...): an ApiServerSource selects notifications by it. */
+export const EVENT_REASON_LABEL = 'prestart.dev/event-reason';
+
+/**
+ * Type of the condition the gate writes on a held Revision's status, so `kn revision describe` and
+ * `kubectl describe revision` name the hook that holds it. Always severity Info: Knative's
+ * ConditionSet (knative.dev/pkg apis, recomputeHappiness/findUnhappyDependent) folds every
+ * condition of severity Error (the default, "") that is not True into Ready; Info ones it keeps
+ * and never reads, so this condition can never turn Knative's Ready False.
+ */
+export const PRESTART_CONDITION = 'PrestartHooksReady';
 
 export type FailurePolicy = 'Fail' | 'Ignore';
+export type HookMode = 'Enforce' | 'Audit';
 export type TransportKind = 'http' | 'broker' | 'nats';
 export type ContributionKind = 'env' | 'envFrom' | 'volume';
 
@@ -65,6 +103,13 @@ export interface PrestartHookSpec {
   failurePolicy: FailurePolicy;
   /** Go-style duration: re-send an unanswered request this often (same CloudEvent id). */
   resendInterval: string;
+  /**
+   * Optional Go-style duration: the hook must send a progress reply at least this often (the first
+   * within this long of the request); silent longer, it is TimedOut before its `timeout`.
+   */
+  heartbeatTimeout?: string;
+  /** Enforce (default): the hook holds and may fail the Revision. Audit: requested and recorded, never holds or fails it. */
+  mode?: HookMode;
   params?: Record<string, unknown>;
   contributions?: { allowed: ContributionKind[] };
   delivery: HookDelivery;
@@ -88,6 +133,8 @@ export interface RevisionView {
   createdAt: Date;
   deleting: boolean;
   finalizers: string[];
+  /** status.conditions as Knative (and the gate) wrote them; the gate reads and writes only its own type. */
+  conditions?: Condition[];
 }
 
 export type HookPhase = 'Pending' | 'Requested' | 'Succeeded' | 'Failed' | 'TimedOut' | 'Cancelled';
@@ -109,6 +156,10 @@ export interface HookSnapshot {
   order: number;
   timeoutSeconds: number;
   resendIntervalSeconds: number;
+  /** Present only when the hook sets heartbeatTimeout. */
+  heartbeatTimeoutSeconds?: number;
+  /** Present only for Audit (shadow) hooks, so snapshots of Enforce hooks stay as they were. */
+  mode?: 'Audit';
   failurePolicy: FailurePolicy;
   allowedContributions: ContributionKind[];
   delivery: HookDelivery;
@@ -123,9 +174,13 @@ export interface HookStatus {
   requestedAt?: string;
   lastSentAt?: string;
   answeredAt?: string;
+  /** When the hook last sent a progress reply (its heartbeat). */
+  lastProgressAt?: string;
   deadline?: string;
   message?: string;
   progress?: number;
+  /** Where a person finds more: a URL (logs, a ticket, a dashboard) or a command, from the hook's last reply. */
+  details?: string;
   contributions?: Contribution[];
 }
 
@@ -134,6 +189,8 @@ export interface Condition {
   status: 'True' | 'False' | 'Unknown';
   reason?: string;
   message?: string;
+  /** Knative's severity: "" (Error) counts toward its Ready; the gate's condition on a Revision is always Info. */
+  severity?: '' | 'Warning' | 'Info';
   lastTransitionTime: string;
 }
 
@@ -151,13 +208,21 @@ export interface PrestartRunStatus {
   releasedAt?: string;
   /** "2/3": succeeded hooks out of all, for kubectl's printer column. */
   summary?: string;
+  /** Set when an admin broke the glass (FORCE_RELEASE_ANNOTATION): the run was released without its hooks. */
+  forcedRelease?: { reason: string; by: string; at: string };
 }
 
 export interface PrestartRunView {
   namespace: string;
   name: string;
+  /** metadata.uid: replies name the run by it, so one captured from a deleted run never applies to its successor. */
+  uid: string;
+  /** True for a run created by a release before run binding (no RUN_IDS_ANNOTATION): its requests keep v1 ids. */
+  legacyIds?: boolean;
   resourceVersion?: string;
   retryToken?: string;
+  /** The admin's break-glass request (FORCE_RELEASE_ANNOTATION and its -by), when there is one. */
+  forceRelease?: { reason: string; by: string };
   spec: PrestartRunSpec;
   status?: PrestartRunStatus;
 }
@@ -167,13 +232,19 @@ export interface Reply {
   namespace: string;
   revision: string;
   revisionUID: string;
+  /** The PrestartRun the request was sent for (its metadata.uid); absent in a v1 id (see RUN_IDS_ANNOTATION). */
+  runUID?: string;
   hook: string;
   attempt: number;
   /** `progress` is a non-final report: it updates message/progress and keeps the hook Requested. */
   outcome: 'succeeded' | 'failed' | 'progress';
   message?: string;
+  /** Where a person finds more (a URL or a command), when the hook gave one. */
+  details?: string;
   progress?: number;
   contributions?: Contribution[];
   /** The CloudEvent's source+id, for logs. */
   eventKey: string;
+  /** The reply's W3C traceparent, when it carries one: the gate's reply span continues it. */
+  traceparent?: string;
 }

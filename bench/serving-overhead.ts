@@ -12,7 +12,15 @@
 // then the medians, their differences and ratios against the Service without a hook, measured in
 // the same run. Revision Ready needs no networking layer (only Route readiness would); the one
 // stand-in is the Broker's cluster DNS (devcluster/service-proxy.ts).
-import type { PrestartHookSpec } from '../api/types.ts';
+//
+// Then where the time of the HTTP hook goes, step by step (medians over the rounds), from watches
+// on Revisions, PrestartRuns and Deployments and the hook's own clock: Knative creates the
+// Revision (through the gate's stamping webhook), the gate creates the PrestartRun, records the
+// request (Requested) and sends it, the hook answers, the gate records the reply, removes the
+// hold, and Knative creates the Deployment; the Service without a hook beside it.
+//
+//   --http-only   leaves out the Broker (no Eventing controllers; quicker)
+import { HOLD_LABEL, type PrestartHookSpec, type PrestartRunStatus } from '../api/types.ts';
 import { gateEnv } from '../devcluster/gate/env.ts';
 import { startHookServer } from '../devcluster/gate/hook-server.ts';
 import { syncReply } from '../devcluster/gate/replies.ts';
@@ -23,7 +31,8 @@ import { freePorts } from '../devcluster/ports.ts';
 
 const args = process.argv.slice(2);
 const roundsFlag = args.indexOf('--rounds');
-const rounds = roundsFlag >= 0 ? Number(args[roundsFlag + 1]) : 7;
+const rounds = roundsFlag >= 0 ? Number(args[roundsFlag + 1]) : 15;
+const httpOnly = args.includes('--http-only');
 const HOOK_ANNOTATION = 'bench-prestart';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -37,24 +46,36 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 const env = await gateEnv('bench', { inProcess: false });
 const serving = await startKnativeServing(env.cluster);
-const eventing = await startKnativeEventing(env.cluster);
-await eventing.createBroker(env.namespace, 'default');
+const eventing = httpOnly ? undefined : await startKnativeEventing(env.cluster);
+await eventing?.createBroker(env.namespace, 'default');
 const [sinkPort] = (await freePorts(1)) as [number];
 await env.startGate({
   sink: { host: '127.0.0.1', port: sinkPort, maxBytes: 64 * 1024 },
-  triggers: { replyUri: `http://127.0.0.1:${sinkPort}/events`, namespaces: [env.namespace] },
-  broker: { proxy: eventing.proxyUrl },
+  ...(eventing
+    ? { triggers: { replyUri: `http://127.0.0.1:${sinkPort}/events`, namespaces: [env.namespace] }, broker: { proxy: eventing.proxyUrl } }
+    : {}),
 });
 const kn = new Knative(env.admin, env.namespace);
 // Synchronous "succeeded": over HTTP the gate reads it from the answer; through the Broker the
 // filter hands it back to the Broker, and the reply Trigger brings it to the gate's sink.
-const noop = await startHookServer(async (req) => syncReply(req, 'succeeded', { message: 'nothing to do' }));
-const deliveries: Record<'http' | 'broker', PrestartHookSpec['delivery']> = {
+/** When the hook saw each Revision's request (performance.now()). */
+const hookSaw = new Map<string, number>();
+const noop = await startHookServer(async (req) => {
+  if (req.data.action === 'start') hookSaw.set(req.data.revision.name, performance.now());
+  return syncReply(req, 'succeeded', { message: 'nothing to do' });
+});
+const deliveries: Partial<Record<'http' | 'broker', PrestartHookSpec['delivery']>> = {
   http: { transport: 'http', url: noop.url },
-  broker: { transport: 'broker', broker: { name: 'default', namespace: env.namespace, subscriber: { uri: noop.url } } },
+  ...(eventing
+    ? { broker: { transport: 'broker', broker: { name: 'default', namespace: env.namespace, subscriber: { uri: noop.url } } } }
+    : {}),
 };
 const revisions = await watchCollection<KnativeObject>(env.admin, `/apis/serving.knative.dev/v1/namespaces/${env.namespace}/revisions`);
 const deployments = await watchCollection<KnativeObject>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
+const runs = await watchCollection<KnativeObject & { status?: PrestartRunStatus }>(
+  env.admin,
+  `/apis/prestart.dev/v1alpha1/namespaces/${env.namespace}/prestartruns`,
+);
 
 try {
   for (const [kind, delivery] of Object.entries(deliveries)) {
@@ -66,9 +87,10 @@ try {
     await env.waitUntilStamped(name, { [HOOK_ANNOTATION]: kind });
   }
 
-  const services = { plain: {}, http: { [HOOK_ANNOTATION]: 'http' }, broker: { [HOOK_ANNOTATION]: 'broker' } } as const;
-  type Kind = keyof typeof services;
-  const kinds = Object.keys(services) as Kind[];
+  const allServices = { plain: {}, http: { [HOOK_ANNOTATION]: 'http' }, broker: { [HOOK_ANNOTATION]: 'broker' } } as const;
+  type Kind = keyof typeof allServices;
+  const kinds = (Object.keys(allServices) as Kind[]).filter((k) => k !== 'broker' || eventing);
+  const services = Object.fromEntries(kinds.map((k) => [k, allServices[k]])) as Partial<typeof allServices>;
   const readyOf = (name: string) =>
     firstSighting(
       revisions.seen,
@@ -86,21 +108,45 @@ try {
   const revisionName = (svc: string, n: number) => `${svc}-${String(n).padStart(5, '0')}`;
 
   // First Revisions (not measured: they include creating the Services' other resources).
-  for (const [svc, annotations] of Object.entries(services)) await kn.createService(svc, { annotations });
+  for (const [svc, annotations] of Object.entries(services)) await kn.createService(svc, { annotations: { ...annotations } });
   for (const svc of Object.keys(services)) await readyOf(revisionName(svc, 1));
 
   const times: Record<Kind, number[]> = { plain: [], http: [], broker: [] };
   const toDeployment: Record<Kind, number[]> = { plain: [], http: [], broker: [] };
+  /** Per round, when each step of a Service's new Revision was first seen (performance.now()). */
+  const steps: Record<Kind, Record<string, number>[]> = { plain: [], http: [], broker: [] };
+  const seenAt = <T extends KnativeObject>(list: { object: T; at: number }[], ok: (o: T) => boolean) =>
+    list.find((x) => ok(x.object))?.at ?? Number.NaN;
   for (let round = 1; round <= rounds; round++) {
     // Rotate which goes first, so none always meets a busier controller.
     const order = kinds.map((_, i) => kinds[(i + round) % kinds.length] as Kind);
     for (const svc of order) {
       const t0 = performance.now();
-      await kn.updateService(svc, { annotations: services[svc], env: { ROUND: String(round) } });
-      const ready = await readyOf(revisionName(svc, round + 1));
-      const deployment = await deploymentOf(revisionName(svc, round + 1));
+      await kn.updateService(svc, { annotations: { ...services[svc] }, env: { ROUND: String(round) } });
+      const name = revisionName(svc, round + 1);
+      const ready = await readyOf(name);
+      const deployment = await deploymentOf(name);
       times[svc].push(ready.at - t0);
       toDeployment[svc].push(deployment.at - t0);
+      const ofRun = (ok: (r: KnativeObject & { status?: PrestartRunStatus }) => boolean) =>
+        seenAt(runs.seen, (r) => r.metadata?.name === name && ok(r));
+      steps[svc].push({
+        update: t0,
+        revision: seenAt(revisions.seen, (r) => r.metadata?.name === name),
+        run: ofRun(() => true),
+        requested: ofRun((r) => r.status?.hooks?.[0]?.phase === 'Requested'),
+        hook: hookSaw.get(name) ?? Number.NaN,
+        replied: ofRun((r) => r.status?.hooks?.[0]?.phase === 'Succeeded'),
+        released: seenAt(
+          revisions.seen,
+          (r) =>
+            r.metadata?.name === name &&
+            r.metadata?.labels?.[HOLD_LABEL] === undefined &&
+            r.metadata?.annotations?.['prestart.dev/hooks'] !== undefined,
+        ),
+        runReleased: ofRun((r) => r.status?.phase === 'Released'),
+        deployment: deployment.at,
+      });
     }
     say(
       `round ${round}: to Ready: ${kinds.map((k) => `${k} ${ms(times[k].at(-1) ?? 0)}`).join(', ')}` +
@@ -123,12 +169,35 @@ try {
   say("Knative Serving's own controllers, HPA class, pods on kwok nodes, one gate; no-op hooks answer synchronously.");
   report('new Revision Ready', times);
   report("Knative's Deployment created", toDeployment);
+
+  // Where the time goes: each step's delay after the one before, median over the rounds.
+  const chain: [string, string, string][] = [
+    ['update', 'revision', 'Knative creates the Revision (through the stamping webhook)'],
+    ['revision', 'run', 'gate: PrestartRun created'],
+    ['run', 'requested', 'gate: request recorded (Requested)'],
+    ['requested', 'hook', 'gate: request reaches the hook'],
+    ['hook', 'replied', 'hook answers, gate records the reply'],
+    ['replied', 'released', 'gate: hold removed'],
+    ['released', 'deployment', 'Knative creates the Deployment'],
+  ];
+  say('');
+  say('Where the time goes, HTTP hook vs no hook (median ms of each step after the one before):');
+  for (const [from, to, what] of chain) {
+    const d = (k: Kind) => median(steps[k].map((s) => (s[to] ?? Number.NaN) - (s[from] ?? Number.NaN)).filter(Number.isFinite));
+    const plainStep = from === 'update' ? d('plain') : Number.NaN;
+    say(`  ${what.padEnd(62)} ${ms(d('http'))}${Number.isFinite(plainStep) ? `   (no hook: ${ms(plainStep)})` : ''}`);
+  }
+  const plainRevToDep = median(steps.plain.map((s) => (s.deployment ?? 0) - (s.revision ?? 0)));
+  say(`  ${'no hook: Revision created -> Deployment created'.padEnd(62)} ${ms(plainRevToDep)}`);
+  const after = median(steps.http.map((s) => (s.runReleased ?? Number.NaN) - (s.released ?? Number.NaN)).filter(Number.isFinite));
+  say(`  (the run's Released status, bookkeeping after the release, lands ${after.toFixed(0)} ms after the hold is removed)`);
 } finally {
   revisions.stop();
   deployments.stop();
+  runs.stop();
   await noop.close();
   await env.stop();
-  await eventing.stop();
+  await eventing?.stop();
   await serving.stop();
   await env.cluster.stop();
 }

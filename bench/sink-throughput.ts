@@ -45,6 +45,7 @@ function makeReplies(count: number) {
     const request = buildRequested({
       revision: { namespace: 'bench', name: `web-${i}`, uid: `uid-${i}`, labels: {}, annotations: {}, images: ['img'] },
       hook: { name: 'db-migrate', params: {}, allowedContributions: ['env'] },
+      runUID: `run-uid-${i}`,
       attempt: 1,
       deadline: new Date(Date.now() + 3600_000),
       action: 'start',
@@ -175,7 +176,9 @@ async function benchNats(): Promise<void> {
   }
 }
 
-console.log("onReply is stubbed (resolves { type: 'applied' } at once): no PrestartRun writes are measured.");
+console.log(
+  "onReply is stubbed (resolves { type: 'applied' } at once): no PrestartRun writes are measured (bench/scale.ts measures replies per second with the run really written).",
+);
 // Figures from a shared machine mean little without its load next to them.
 console.log(`machine: ${cpus().length} CPUs, load average ${loadavg()[0]?.toFixed(1)} at start`);
 const t0 = performance.now();

@@ -10,7 +10,11 @@ import { errorLine } from '../api/kube-errors.ts';
 import { DEFAULTS, type GateConfig } from '../gate/config.ts';
 import { startGate } from '../gate/gate.ts';
 import { registerHookCommands } from '../hooks/cli.ts';
+import { GATE_INBOX_PREFIX } from '../schemas/nats.ts';
+import type { NatsSecurity, NatsTls } from '../schemas/nats-auth.ts';
 import { registerTriggersCommand } from '../triggers/cli.ts';
+import { registerPrestartCommands } from './prestart/commands.ts';
+import { registerUninstallCommand } from './uninstall.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);
@@ -52,6 +56,17 @@ export function buildCli(): Command {
     )
     .option('--broker-proxy <url>', 'HTTP proxy for Broker delivery (default: HTTP_PROXY / HTTPS_PROXY / NO_PROXY)', proxyUrl)
     .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
+    // NATS secrets only by file (a mounted Secret): a value on the command line is readable in `ps` and the pod spec.
+    .option('--nats-creds <file>', 'NATS .creds file (user JWT + nkey seed) for a server in operator mode')
+    .option('--nats-nkey <file>', 'file holding the NATS user nkey seed (SU…)')
+    .option('--nats-token-file <file>', 'file holding the NATS token')
+    .option('--nats-user <name>', 'NATS user name (with --nats-password-file)')
+    .option('--nats-password-file <file>', 'file holding the NATS password')
+    .option('--nats-tls-ca <file>', "CA bundle (PEM) the NATS server's certificate must chain to; requires TLS")
+    .option('--nats-tls-cert <file>', 'client certificate (PEM) for a NATS server that verifies clients')
+    .option('--nats-tls-key <file>', 'key (PEM) of --nats-tls-cert')
+    .option('--nats-tls-server-name <name>', "name the NATS server's certificate must carry, if not the URL's host")
+    .option('--nats-inbox-prefix <prefix>', "the gate's NATS inbox; grant it subscribe on <prefix>.> only", GATE_INBOX_PREFIX)
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
     .option('--lease-duration <seconds>', "how long a dead leader's lease blocks a successor", int, 15)
@@ -73,6 +88,8 @@ export function buildCli(): Command {
     });
   registerTriggersCommand(program);
   registerHookCommands(program);
+  registerUninstallCommand(program);
+  registerPrestartCommands(program);
   return program;
 }
 
@@ -99,13 +116,46 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
       maxBytes: DEFAULTS.maxReplyBytes,
     },
     source: DEFAULTS.source,
-    nats: o.nats === undefined ? undefined : { servers: String(o.nats) },
+    nats: natsConfig(o),
     triggers: o.triggerReplyUri === undefined ? undefined : { replyUri: String(o.triggerReplyUri) },
     broker: o.brokerProxy === undefined ? undefined : { proxy: String(o.brokerProxy) },
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),
     resyncSeconds: Number(o.resync),
   };
+}
+
+const NATS_SECURITY_FLAGS = {
+  natsCreds: '--nats-creds',
+  natsNkey: '--nats-nkey',
+  natsTokenFile: '--nats-token-file',
+  natsUser: '--nats-user',
+  natsPasswordFile: '--nats-password-file',
+  natsTlsCa: '--nats-tls-ca',
+  natsTlsCert: '--nats-tls-cert',
+  natsTlsKey: '--nats-tls-key',
+  natsTlsServerName: '--nats-tls-server-name',
+} as const;
+
+function natsConfig(o: Record<string, string | number | undefined>): GateConfig['nats'] {
+  if (o.nats === undefined) {
+    const given = Object.entries(NATS_SECURITY_FLAGS).find(([key]) => o[key] !== undefined);
+    if (given) throw new InvalidArgumentError(`${given[1]} needs --nats`);
+    return undefined;
+  }
+  const tls: NatsTls = {};
+  if (o.natsTlsCa !== undefined) tls.caFile = String(o.natsTlsCa);
+  if (o.natsTlsCert !== undefined) tls.certFile = String(o.natsTlsCert);
+  if (o.natsTlsKey !== undefined) tls.keyFile = String(o.natsTlsKey);
+  if (o.natsTlsServerName !== undefined) tls.serverName = String(o.natsTlsServerName);
+  const security: NatsSecurity = { inboxPrefix: String(o.natsInboxPrefix ?? GATE_INBOX_PREFIX) };
+  if (o.natsCreds !== undefined) security.credsFile = String(o.natsCreds);
+  if (o.natsNkey !== undefined) security.nkeyFile = String(o.natsNkey);
+  if (o.natsTokenFile !== undefined) security.tokenFile = String(o.natsTokenFile);
+  if (o.natsUser !== undefined) security.user = String(o.natsUser);
+  if (o.natsPasswordFile !== undefined) security.passwordFile = String(o.natsPasswordFile);
+  if (Object.keys(tls).length > 0) security.tls = tls;
+  return { servers: String(o.nats), security };
 }
 
 /** True when this file is the program being run, also through a symlink (npm's bin, kn-prestart) or a path with spaces. */

@@ -131,6 +131,8 @@ build_knative_serving() {
   build_go_main knative-serving knative.dev/serving "$version" knative.dev/serving/cmd/webhook webhook
   # Knative's reconcilers under a main of ours (why: devcluster/knative-serving/main.go).
   build_own_main "$dir" "$out" serving-controllers "$here/knative-serving/main.go"
+  # Knative's deployment hash of a Revision, for the e2e test of a tenant-made Deployment.
+  build_own_main "$dir" "$out" deployment-hash "$here/knative-serving/deployment-hash/main.go"
   # Manifests from the very module versions the binaries were built from: Serving's config/core,
   # and the CRDs and config-network its module zip lacks (symlinks in the Serving repository,
   # which module zips drop) from knative.dev/networking and knative.dev/caching.

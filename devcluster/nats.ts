@@ -1,15 +1,15 @@
 // A real nats-server with JetStream for tests: its own store in a temporary directory, a free
-// port on 127.0.0.1, killed on stop (and by the kernel if the test process dies first).
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+// port on 127.0.0.1, killed on stop (and by the kernel if the test process dies first). It runs
+// from a config file, so a test can add accounts, users, permissions and TLS (nats-auth.ts
+// writes those blocks).
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
 import { ClusterStartError } from './errors.ts';
-import { onExit } from './exit-hooks.ts';
 import { freePorts } from './ports.ts';
-import { describeExit, logTail, signalGroup, startComponent, stopComponents } from './processes.ts';
-import { waitFor } from './wait.ts';
+import { findExecutable, onPath, startService } from './service.ts';
 
 export interface NatsServer {
   /** nats://127.0.0.1:PORT */
@@ -27,64 +27,40 @@ export interface NatsServer {
  */
 export function natsServerBinary(): string {
   const version = pinnedVersions().NATS_SERVER_VERSION ?? 'v2.15.2';
-  const candidates = [
-    process.env.NATS_SERVER_BIN,
-    join(cacheDir(), 'bin', `nats-server-${version}`, 'nats-server'),
-    ...(process.env.PATH ?? '')
-      .split(':')
-      .filter(Boolean)
-      .map((dir) => join(dir, 'nats-server')),
-  ].filter((p): p is string => Boolean(p));
-  for (const path of candidates) {
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // next candidate
-    }
-  }
-  throw new ClusterStartError(
+  return findExecutable(
+    [process.env.NATS_SERVER_BIN, join(cacheDir(), 'bin', `nats-server-${version}`, 'nats-server'), ...onPath('nats-server')],
     `no nats-server binary: run ${BUILD_SCRIPT} nats (pinned ${version}), set NATS_SERVER_BIN, or apt-get install nats-server`,
   );
 }
 
-export async function startNatsServer(opts: { timeoutMs?: number } = {}): Promise<NatsServer> {
+export interface NatsServerOptions {
+  timeoutMs?: number;
+  /** More of nats-server's config (accounts, authorization, tls, operator…), appended to listen, name and JetStream. */
+  config?: string;
+}
+
+export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
   const binary = natsServerBinary();
   const dir = mkdtempSync(join(tmpdir(), 'prestart-nats-'));
   const [port] = await freePorts(1);
   if (port === undefined) throw new ClusterStartError('no free port for nats-server');
-  const component = startComponent(
-    {
-      name: 'nats-server',
-      command: binary,
-      args: ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'jetstream'), '--server_name', `test-${port}`],
-    },
-    dir,
+  const configFile = join(dir, 'nats-server.conf');
+  writeFileSync(
+    configFile,
+    [
+      `listen: "127.0.0.1:${port}"`,
+      `server_name: "test-${port}"`,
+      `jetstream { store_dir: ${JSON.stringify(join(dir, 'jetstream'))} }`,
+      opts.config ?? '',
+    ].join('\n'),
   );
-  const unregister = onExit(() => signalGroup(component.pid, 'SIGKILL'));
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await stopComponents([component], 5_000);
-    unregister();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    // Accepting TCP is not enough: the INFO line proves it is nats-server talking.
-    await waitFor(() => natsInfo(port), {
-      what: `nats-server on 127.0.0.1:${port} to greet`,
-      timeoutMs: opts.timeoutMs ?? 15_000,
-      intervalMs: 50,
-      bail: () =>
-        component.exitInfo
-          ? new ClusterStartError(`nats-server ${describeExit(component.exitInfo)}`, logTail(component.logFile))
-          : undefined,
-    });
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  // Accepting TCP is not enough: the INFO line proves it is nats-server talking.
+  const { component, stop } = await startService(
+    { name: 'nats-server', command: binary, args: ['-c', configFile] },
+    dir,
+    () => natsInfo(port),
+    { what: `nats-server on 127.0.0.1:${port} to greet`, timeoutMs: opts.timeoutMs ?? 15_000, intervalMs: 50 },
+  );
   return { url: `nats://127.0.0.1:${port}`, port, binary, logFile: component.logFile, stop };
 }
 

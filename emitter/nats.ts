@@ -15,6 +15,8 @@ import {
   checkNatsTarget,
   connectOwned,
   ensureStream,
+  GATE_INBOX_PREFIX,
+  jetStreamManager,
   type NatsTarget,
   type OwnedConnection,
   publishMessage,
@@ -53,8 +55,8 @@ export function createNatsTransport(opts: NatsTransportOptions): NatsTransport {
   let closed = false;
 
   async function open(): Promise<OwnedConnection<JetStreamClient>> {
-    const conn = await connectOwned(opts, 'knative-prestart-gate', async (nc) => {
-      await ensureStream(await nc.jetstreamManager(), spec);
+    const conn = await connectOwned(opts, { name: 'knative-prestart-gate', inboxPrefix: GATE_INBOX_PREFIX }, async (nc) => {
+      await ensureStream(await jetStreamManager(nc), spec);
       return nc.jetstream();
     });
     log.info({ server: conn.nc.getServer(), stream: STREAM.name }, 'NATS JetStream request stream ready');

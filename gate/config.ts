@@ -1,5 +1,7 @@
 // Everything one gate process is told, with the defaults an in-cluster install uses.
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { NatsSecurity } from '../schemas/nats-auth.ts';
+import type { TracingConfig } from './shell/tracing.ts';
 
 export interface GateConfig {
   kubeConfig: KubeConfig;
@@ -30,7 +32,10 @@ export interface GateConfig {
   };
   /** CloudEvents `source` of the gate's events. */
   source: string;
-  nats?: { servers: string };
+  /** NATS JetStream delivery: the servers, and the gate's credentials and TLS (secrets by file). */
+  nats?: { servers: string; security?: NatsSecurity };
+  /** Where spans go over OTLP/HTTP; default from OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else no export (docs/operations.md). */
+  tracing?: TracingConfig;
   /**
    * Keep the Knative Triggers of Broker-delivered hooks, with the gate's reply Trigger
    * delivering to `replyUri` (a URL the Broker can reach). Off when undefined.
@@ -45,8 +50,17 @@ export interface GateConfig {
     proxy?: string;
   };
   workers: number;
-  /** How long a dead leader's lease blocks a successor. */
+  /** How long a dead leader's lease blocks a successor; a leader that cannot renew for 2/3 of it steps down. */
   leaseSeconds?: number;
+  /** Every apiserver request gives up after this long. Default DEFAULTS.apiTimeoutSeconds. */
+  apiTimeoutSeconds?: number;
+  /**
+   * An informer failing this long (its watch cannot be re-established) makes /healthz fail, and
+   * makes the Revision webhook refuse rather than stamp from that cache. Default DEFAULTS.watchFailureSeconds.
+   */
+  watchFailureSeconds?: number;
+  /** The apiserver ends each watch after this long and the gate renews it; default random 5 to 10 min, as client-go. */
+  watchTimeoutSeconds?: number;
   /** How often the leader reconciles every Revision again, events or not; 0 turns it off. Default DEFAULTS.resyncSeconds. */
   resyncSeconds?: number;
 }
@@ -68,4 +82,8 @@ export const DEFAULTS = {
    * per Revision from the cache, no apiserver request for a Revision with nothing to do.
    */
   resyncSeconds: 300,
+  /** Well above a healthy call (a 10 000-Revision list takes a few seconds), well below "hung". */
+  apiTimeoutSeconds: 30,
+  /** A watch restarts within 2 s of an error; half a minute of failures is an outage, not a blip. */
+  watchFailureSeconds: 30,
 } as const;

@@ -5,24 +5,28 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import pino, { type Logger } from 'pino';
+import { errorLine } from '../api/kube-errors.ts';
 import { toHook } from '../api/resources.ts';
 import { createTransports, kubeBrokerResolver, type Transports } from '../emitter/index.ts';
 import { createSinkRouter } from '../sinks/http.ts';
 import { createIntake } from '../sinks/intake.ts';
-import { createSinkMetrics } from '../sinks/metrics.ts';
+import { countingIntake, createSinkMetrics } from '../sinks/metrics.ts';
 import { createNatsSink, type NatsSink } from '../sinks/nats.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
-import { type Caches, startCaches, syncCaches } from './shell/caches.ts';
+import { labelSelectorMatches } from './core/match.ts';
+import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './shell/caches.ts';
 import { type Clock, systemClock } from './shell/clock.ts';
 import { Controller } from './shell/controller.ts';
-import { loadOrCreateKeyRing } from './shell/keys.ts';
-import { KubeClient } from './shell/kube-client.ts';
+import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
+import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
 import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
-import { admissionRouter } from './webhooks/admission.ts';
+import { startTracing, tracingFromEnv } from './shell/tracing.ts';
+import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
+import { parseLabelSelector } from './webhooks/label-selector.ts';
 import { startWebhookTls, type WebhookTls } from './webhooks/tls.ts';
 
 export interface RunningGate {
@@ -33,6 +37,8 @@ export interface RunningGate {
   metrics: Metrics;
   controller: Controller;
   isLeader(): boolean;
+  /** Each informer's state: listed yet, failing since when. */
+  informers(): InformerHealth[];
   stop(): Promise<void>;
 }
 
@@ -42,30 +48,45 @@ export async function startGate(
   log: Logger = pino({ name: 'gate' }),
   clock: Clock = systemClock,
 ): Promise<RunningGate> {
-  const kc = config.kubeConfig;
+  // Every apiserver call of the gate gives up in time: none can hang a worker or the lease.
+  const kc = withRequestTimeout(config.kubeConfig, (config.apiTimeoutSeconds ?? DEFAULTS.apiTimeoutSeconds) * 1000);
   const client = new KubeClient(kc);
-  const metrics = createMetrics();
-  const caches = await startCaches(kc, client, log, config.namespaceSelector);
+  const tracing = startTracing(config.tracing ?? tracingFromEnv());
+  const metrics = createMetrics(false, tracing);
+  const caches = createCaches(kc, client, log, {
+    namespaceSelector: config.namespaceSelector,
+    watchTimeoutSeconds: config.watchTimeoutSeconds,
+  });
+  const watchFailureMs = (config.watchFailureSeconds ?? DEFAULTS.watchFailureSeconds) * 1000;
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
-  const replies = new ReplyRecorder(client, (ns, name) => caches.runs.get(name, ns), log, metrics, clock);
+  // Rotation without a restart: every replica follows the Secret (gate/shell/keys.ts).
+  const keyWatch = watchKeyRing(kc, config.namespace, keys, log);
+  const replies = new ReplyRecorder(client, (ns, name) => caches.runs.get(name, ns), log, clock);
   // The one way into the state for every reply: HTTP sink, NATS sink, synchronous answers.
-  const intake = createIntake({ keys, maxBytes: config.sink.maxBytes, onReply: replies.record.bind(replies) });
+  const intake = createIntake({ keys, maxBytes: config.sink.maxBytes, onReply: tracing.traceReplies(replies.record.bind(replies)) });
   const sinkMetrics = createSinkMetrics(metrics.registry);
 
-  // Ready once the webhooks serve and the controller may lead: a probe (and the tests) must not
-  // route admission or replies to a gate that is still starting.
+  // Ready once every informer has listed, the webhooks serve and the controller may lead: a probe
+  // (and the tests) must not route admission or replies to a gate that is still starting.
   let ready = false;
   const sinkApp = express();
   sinkApp.get('/readyz', (_req, res) => {
+    const waiting = cacheProblems(caches.health(), Date.now(), Number.POSITIVE_INFINITY);
     res
       .status(ready ? 200 : 503)
       .type('text/plain')
-      .send(ready ? 'ok' : 'starting');
+      .send(ready ? 'ok' : ['starting', ...waiting].join('\n'));
   });
   sinkApp.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  sinkApp.use(createSinkRouter({ ...intake.options, logger: log, metrics: sinkMetrics }));
+  // Live while no informer has been failing for watchFailureSeconds: a replica whose watches
+  // cannot recover is restarted by its liveness probe instead of serving a stale picture.
+  const health = () => {
+    const problems = cacheProblems(caches.health(), Date.now(), watchFailureMs);
+    return { ok: problems.length === 0, message: problems.length === 0 ? 'ok' : problems.join('\n') };
+  };
+  sinkApp.use(createSinkRouter({ ...intake.options, logger: log, metrics: sinkMetrics, health }));
   const sinkServer = await listen(createHttpServer(sinkApp), config.sink.host, config.sink.port);
   const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
 
@@ -75,28 +96,28 @@ export async function startGate(
       resolveBrokerUrl: kubeBrokerResolver(async () => kc),
       ...(config.broker?.proxy === undefined ? {} : { proxy: config.broker.proxy }),
     },
-    ...(config.nats ? { nats: { servers: config.nats.servers } } : {}),
+    ...(config.nats ? { nats: { servers: config.nats.servers, security: config.nats.security, logger: log } } : {}),
   });
   let natsSink: NatsSink | undefined;
   if (config.nats) {
-    natsSink = createNatsSink({ ...intake.options, servers: config.nats.servers, logger: log, metrics: sinkMetrics });
+    natsSink = createNatsSink({
+      ...intake.options,
+      servers: config.nats.servers,
+      security: config.nats.security,
+      logger: log,
+      metrics: sinkMetrics,
+    });
     await natsSink.start();
+    // Both streams exist before any hook starts: a hook with least-privilege permissions may not
+    // create them. A NATS that refuses the gate's credentials stops the start here, visibly.
+    await transports.ready();
   }
 
-  await syncCaches(caches);
+  // The informers list in the background; the webhooks serve meanwhile and refuse, retryably,
+  // what they cannot yet decide. Nothing leads before every cache is synced.
+  const synced = syncCaches(caches);
   const webhookApp = express();
-  webhookApp.use(
-    admissionRouter(
-      {
-        hooks: () => caches.hooks.list().map(toHook),
-        namespaceLabels: async (ns) => caches.namespaces.get(ns)?.metadata?.labels ?? (caches.namespaces.get(ns) ? {} : undefined),
-        run: async (ns, name) => caches.runs.get(name, ns) ?? (await client.getRun(ns, name)),
-      },
-      log,
-      metrics,
-      config.webhook.bindingRoot,
-    ),
-  );
+  webhookApp.use(admissionRouter(admissionSources(config, caches, watchFailureMs), log, metrics, config.webhook.bindingRoot));
   const tls: WebhookTls = await startWebhookTls(kc, config, log);
   const webhookServer = await listen(
     createHttpsServer({ key: tls.current().keyPem, cert: tls.current().certPem }, webhookApp),
@@ -106,6 +127,7 @@ export async function startGate(
   tls.onRotate((pair) => webhookServer.setSecureContext({ key: pair.keyPem, cert: pair.certPem }));
   const webhookUrl = config.webhook.urlBase ?? `https://${config.webhook.host}:${port(webhookServer)}`;
   await tls.register(webhookUrl);
+  await synced;
 
   const sender = new RequestSender({
     transports,
@@ -114,23 +136,22 @@ export async function startGate(
     replyTo: sinkUrl,
     log,
     metrics,
+    tracing,
   });
   // Triggers are wired by the leader only; every hook change asks for a pass.
   let triggers: TriggerReconcilerHandle | undefined;
   const triggerConfig = config.triggers;
   const hooksChanged = () => triggers?.hooksChanged();
   for (const verb of ['add', 'update', 'delete'] as const) caches.hooks.on(verb, hooksChanged);
-  let controller = newController();
-  function newController(): Controller {
-    return new Controller({
-      caches,
-      apply: { client, sender, intake, clock },
-      log,
-      metrics,
-      workers: config.workers,
-      resyncMs: (config.resyncSeconds ?? DEFAULTS.resyncSeconds) * 1000,
-    });
-  }
+  // One controller for the life of the process; each term of leadership starts and stops it.
+  const controller = new Controller({
+    caches,
+    apply: { client, sender, intake: countingIntake(intake, sinkMetrics), clock },
+    log,
+    metrics,
+    workers: config.workers,
+    resyncMs: (config.resyncSeconds ?? DEFAULTS.resyncSeconds) * 1000,
+  });
   const leader = new LeaderElector(
     kc,
     {
@@ -138,7 +159,6 @@ export async function startGate(
       name: `knative-prestart-gate-${config.instance}`,
       identity: config.identity,
       leaseSeconds: config.leaseSeconds,
-      renewSeconds: config.leaseSeconds ? Math.max(1, Math.floor(config.leaseSeconds / 3)) : undefined,
       onStartedLeading: () => {
         controller.start();
         if (triggerConfig) {
@@ -153,14 +173,12 @@ export async function startGate(
       onStoppedLeading: () => {
         void triggers?.stop();
         triggers = undefined;
-        // A controller cannot be restarted after its queue shut down: the next term gets a new one.
-        const old = controller;
-        controller = newController();
-        void old.stop();
+        void controller.stop();
       },
     },
     log,
   );
+  metrics.watch(caches, () => leader.isLeader);
   leader.start();
   ready = true;
   log.info({ sinkUrl, webhookUrl, instance: config.instance }, 'gate started');
@@ -169,10 +187,9 @@ export async function startGate(
     sinkUrl,
     webhookUrl,
     metrics,
-    get controller() {
-      return controller;
-    },
+    controller,
     isLeader: () => leader.isLeader,
+    informers: () => caches.health(),
     async stop() {
       await leader.stop();
       await triggers?.stop();
@@ -181,7 +198,58 @@ export async function startGate(
       tls.stop();
       await Promise.all([close(sinkServer), close(webhookServer)]);
       await transports.close();
+      await keyWatch.stop();
       await caches.stop();
+      await tracing.shutdown();
+    },
+  };
+}
+
+/** The apiserver waits 5 s for a webhook (webhook-configuration.ts): a live read must end well before. */
+const WEBHOOK_READ_TIMEOUT_MS = 3_000;
+
+/**
+ * What the webhooks read: the caches while they can be trusted, the apiserver where a cache cannot
+ * tell (a namespace it has not seen), and a retryable refusal where neither can answer. Never
+ * "out of scope" for a namespace it could not read: that would admit a Revision unheld.
+ */
+function admissionSources(config: GateConfig, caches: Caches, watchFailureMs: number): AdmissionSources {
+  const reads = new KubeClient(withRequestTimeout(config.kubeConfig, WEBHOOK_READ_TIMEOUT_MS));
+  const selector = config.namespaceSelector === undefined ? undefined : parseLabelSelector(config.namespaceSelector);
+  const trouble = (name: string) =>
+    cacheProblems(
+      caches.health().filter((h) => h.name === name),
+      Date.now(),
+      watchFailureMs,
+    );
+  return {
+    hooks: () => {
+      const problems = trouble('prestarthooks');
+      if (problems.length > 0) throw new RetryLater(`the gate does not know the PrestartHooks yet (${problems.join('; ')})`);
+      return caches.hooks.list().map(toHook);
+    },
+    namespaceLabels: async (ns) => {
+      const cached = caches.namespaces.get(ns);
+      if (cached && trouble('namespaces').length === 0) return cached.metadata?.labels ?? {};
+      // Not in the cache (created a moment ago, or while the namespaces watch is down): ask.
+      let live: Awaited<ReturnType<KubeClient['getNamespace']>>;
+      try {
+        live = await reads.getNamespace(ns);
+      } catch (err) {
+        throw new RetryLater(`the gate could not read namespace ${ns} to tell whether its Revisions are held (${errorLine(err)})`);
+      }
+      if (!live) throw new RetryLater(`namespace ${ns} was not found`);
+      const labels = live.metadata?.labels ?? {};
+      return selector === undefined || labelSelectorMatches(selector, labels) ? labels : undefined;
+    },
+    run: async (ns, name) => {
+      const cached = caches.runs.get(name, ns);
+      if (cached) return cached;
+      try {
+        return await reads.getRun(ns, name);
+      } catch (err) {
+        throw new RetryLater(`the gate could not read PrestartRun ${ns}/${name} (${errorLine(err)})`);
+      }
     },
   };
 }

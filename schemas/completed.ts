@@ -33,6 +33,8 @@ export interface BuildCompletedInput {
   request: CloudEventRecord | RequestHandle;
   outcome: Outcome;
   message?: string;
+  /** Where a person finds more: a URL or a command (one line). */
+  details?: string;
   progress?: number;
   contributions?: Contribution[];
   /** The hook's own source URI. */
@@ -48,6 +50,7 @@ export function buildCompleted(input: BuildCompletedInput): CloudEventRecord {
   const handle = requestHandle(input.request);
   const data: CompletedData = { outcome: input.outcome };
   if (input.message !== undefined) data.message = input.message;
+  if (input.details !== undefined) data.details = input.details;
   if (input.progress !== undefined) data.progress = input.progress;
   if (input.contributions !== undefined) data.contributions = input.contributions;
   const check = checkCompletedData(data);
@@ -129,14 +132,17 @@ export function parseCompleted(message: ReceivedMessage, options: ParseCompleted
     namespace: ref.namespace,
     revision: ref.revision,
     revisionUID: ref.revisionUID,
+    runUID: ref.runUID,
     hook: ref.hook,
     attempt: ref.attempt,
     outcome: data.outcome,
     eventKey: eventKey(event),
   };
   if (data.message !== undefined) reply.message = data.message;
+  if (data.details !== undefined) reply.details = data.details;
   if (data.progress !== undefined) reply.progress = data.progress;
   if (data.contributions !== undefined) reply.contributions = data.contributions;
+  if (typeof event[EXT_TRACEPARENT] === 'string') reply.traceparent = event[EXT_TRACEPARENT];
   return { ok: true, reply, event };
 }
 

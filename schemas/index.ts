@@ -29,7 +29,7 @@ export { contractError, parseMessage } from './codec.ts';
 export type { BuildCompletedInput, CompletedResult, ParseCompletedOptions, RequestHandle } from './completed.ts';
 export { buildCompleted, parseCompleted } from './completed.ts';
 export type { CorrelationRef, RequestAction } from './correlation.ts';
-export { KeyRing, MAX_CORRELATION_ID_LENGTH, MIN_KEY_BYTES, requestId } from './correlation.ts';
+export { KeyRing, keysFromHex, MAX_CORRELATION_ID_LENGTH, MIN_KEY_BYTES, requestId } from './correlation.ts';
 export { toBinary, toStructured } from './encode.ts';
 export type { BuildRequestedInput, ParsedRequest, RequestedResult } from './requested.ts';
 export { buildRequested, parseRequested } from './requested.ts';

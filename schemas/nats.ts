@@ -1,7 +1,7 @@
 // The JetStream side of the contract, shared by the gate's request emitter, the gate's reply sink
 // and the hook SDK: the two streams and their defaults, creating them, durable pull consumers,
-// connections closed only by whoever opened them, and publishing. (nats-binding.ts lays out one
-// message.)
+// connections closed only by whoever opened them, publishing, and the NATS permissions each side
+// needs. (nats-binding.ts lays out one message; nats-auth.ts how a client authenticates.)
 import {
   AckPolicy,
   type ConnectionOptions,
@@ -17,6 +17,7 @@ import {
   type StreamConfig,
 } from 'nats';
 import type { Message } from './event.ts';
+import { type NatsSecurity, natsSecurityOptions } from './nats-auth.ts';
 import { toNatsHeaders } from './nats-binding.ts';
 
 export interface StreamSpec {
@@ -40,6 +41,88 @@ export const STREAMS = {
   requests: { name: 'PRESTART_REQUESTS', subjectPrefix: 'prestart.requests', maxAgeMs: 24 * 60 * MINUTE, duplicateWindowMs: 10 * MINUTE },
   replies: { name: 'PRESTART_REPLIES', subjectPrefix: 'prestart.replies', maxAgeMs: 24 * 60 * MINUTE, duplicateWindowMs: 2 * MINUTE },
 } as const satisfies Record<string, StreamSpec>;
+
+/** The durable consumer on PRESTART_REPLIES that every gate replica pulls from. */
+export const GATE_REPLIES_DURABLE = 'prestart-gate';
+/** The gate's inbox prefix: its JetStream API answers and pulled replies arrive below it. */
+export const GATE_INBOX_PREFIX = '_INBOX.prestart-gate';
+
+/** A hook's durable consumer on PRESTART_REQUESTS, shared by its replicas, unless it names another. */
+export function hookDurable(hook: string): string {
+  return `prestart-hook-${hook}`;
+}
+
+/** A hook's inbox prefix: one token per durable (durable names hold no dots), so no hook's covers another's. */
+export function hookInboxPrefix(durable: string): string {
+  return `_INBOX.${durable}`;
+}
+
+/**
+ * The JetStream manager of our clients. It does not ask `$JS.API.INFO` first (nats.js does by
+ * default), so no identity needs that permission: a server without JetStream shows in the first
+ * real call instead.
+ */
+export function jetStreamManager(nc: NatsConnection): Promise<JetStreamManager> {
+  return nc.jetstreamManager({ checkAPI: false });
+}
+
+/** Subjects an identity may publish to and subscribe to, for a nats-server `permissions` block or a user JWT. */
+export interface NatsPermissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+const API = '$JS.API';
+
+/**
+ * What the gate needs, and no more: publish requests on `prestart.requests.>`; create, read and
+ * widen (never delete or purge) both streams; its own durable on the replies, read and acked;
+ * answers in its own inbox. It subscribes to no request or reply subject itself.
+ */
+export function gateNatsPermissions(opts: { durable?: string; inboxPrefix?: string } = {}): NatsPermissions {
+  const durable = opts.durable ?? GATE_REPLIES_DURABLE;
+  const { requests, replies } = STREAMS;
+  return {
+    publish: [
+      `${requests.subjectPrefix}.>`,
+      ...[requests.name, replies.name].flatMap((s) => [
+        `${API}.STREAM.INFO.${s}`,
+        `${API}.STREAM.CREATE.${s}`,
+        `${API}.STREAM.UPDATE.${s}`,
+      ]),
+      `${API}.CONSUMER.INFO.${replies.name}.${durable}`,
+      `${API}.CONSUMER.CREATE.${replies.name}.${durable}.${replies.subjectPrefix}.>`,
+      `${API}.CONSUMER.MSG.NEXT.${replies.name}.${durable}`,
+      `$JS.ACK.${replies.name}.${durable}.>`,
+    ],
+    subscribe: [`${opts.inboxPrefix ?? GATE_INBOX_PREFIX}.>`],
+  };
+}
+
+/**
+ * What one hook needs: create (or re-tune) its own durable, and only with its own subject as the
+ * filter (the subject names the filter, and the server refuses a config whose filter differs);
+ * read it and ack what it pulled; publish replies on its own reply subject; answers in its own
+ * inbox. No stream API at all: the gate creates the streams.
+ */
+export function hookNatsPermissions(
+  hook: string,
+  opts: { durable?: string; subject?: string; inboxPrefix?: string } = {},
+): NatsPermissions {
+  const durable = opts.durable ?? hookDurable(hook);
+  const subject = opts.subject ?? `${STREAMS.requests.subjectPrefix}.${hook}`;
+  const stream = STREAMS.requests.name;
+  return {
+    publish: [
+      `${API}.CONSUMER.CREATE.${stream}.${durable}.${subject}`,
+      `${API}.CONSUMER.INFO.${stream}.${durable}`,
+      `${API}.CONSUMER.MSG.NEXT.${stream}.${durable}`,
+      `$JS.ACK.${stream}.${durable}.>`,
+      `${STREAMS.replies.subjectPrefix}.${hook}`,
+    ],
+    subscribe: [`${opts.inboxPrefix ?? hookInboxPrefix(durable)}.>`],
+  };
+}
 
 export interface EnsureStreamOptions {
   /**
@@ -133,8 +216,11 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, stream: strin
 export interface NatsTarget {
   /** NATS server URL(s), e.g. nats://127.0.0.1:4222. Ignored when `connection` is given. */
   servers?: string | string[];
+  /** Credentials, TLS and inbox of a connection opened here. Ignored when `connection` is given. */
+  security?: NatsSecurity;
   /** An existing connection to use; it is never closed here. */
   connection?: NatsConnection;
+  /** Further nats.js options for a connection opened here (they win over `security`). */
   connectionOptions?: Omit<ConnectionOptions, 'servers'>;
 }
 
@@ -150,17 +236,31 @@ export interface OwnedConnection<T> {
   release(): Promise<void>;
 }
 
+/** Who a connection opened here is: its name in the server's monitoring, and its default inbox prefix. */
+export interface NatsIdentity {
+  name: string;
+  inboxPrefix: string;
+}
+
 /**
- * The target's connection, or a new one named `name` that reconnects forever, with `setup` run on
- * it. A connection opened here is closed again when setup fails.
+ * The target's connection, or a new one that reconnects forever, with `setup` run on it. A
+ * connection opened here is closed again when setup fails.
  */
 export async function connectOwned<T>(
   target: NatsTarget,
-  name: string,
+  identity: NatsIdentity,
   setup: (nc: NatsConnection) => Promise<T>,
 ): Promise<OwnedConnection<T>> {
   const given = target.connection;
-  const nc = given ?? (await connect({ name, maxReconnectAttempts: -1, ...target.connectionOptions, servers: target.servers }));
+  const nc =
+    given ??
+    (await connect({
+      name: identity.name,
+      maxReconnectAttempts: -1,
+      ...natsSecurityOptions(target.security, identity.inboxPrefix),
+      ...target.connectionOptions,
+      servers: target.servers,
+    }));
   let value: T;
   try {
     value = await setup(nc);
@@ -190,6 +290,12 @@ export function publishMessage(
 ): Promise<PubAck> {
   const body = typeof message.body === 'string' ? new TextEncoder().encode(message.body) : message.body;
   return js.publish(subject, body, { msgID: opts.msgID, headers: toNatsHeaders(message), timeout: opts.timeoutMs });
+}
+
+/** The answer of a JetStream API call about a stream that does not exist. */
+export function isStreamNotFound(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === 10059 || /stream not found/i.test(e?.message ?? '');
 }
 
 function isNotFound(err: unknown): boolean {

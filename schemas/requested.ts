@@ -25,6 +25,8 @@ import { checkRequestedData } from './validate.ts';
 export interface BuildRequestedInput {
   revision: Pick<RevisionView, 'namespace' | 'name' | 'uid' | 'service' | 'configuration' | 'labels' | 'annotations' | 'images'>;
   hook: Pick<HookSnapshot, 'name' | 'params' | 'allowedContributions'>;
+  /** metadata.uid of the PrestartRun the request belongs to: it scopes the event id and the correlationid to that run. */
+  runUID: string | undefined;
   attempt: number;
   /** When the attempt times out; required for action=start. */
   deadline?: string | Date;
@@ -73,7 +75,7 @@ export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
 
   const event: CloudEventRecord = {
     specversion: SPEC_VERSION,
-    id: requestId(revision.uid, hook.name, attempt, action),
+    id: requestId(input.runUID ?? revision.uid, hook.name, attempt, action),
     source: input.source ?? gateSource(revision.namespace),
     type: REQUESTED_TYPE,
     subject: revisionSubject(revision.namespace, revision.name),
@@ -84,6 +86,7 @@ export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
       namespace: revision.namespace,
       revision: revision.name,
       revisionUID: revision.uid,
+      ...(input.runUID === undefined ? {} : { runUID: input.runUID }),
       hook: hook.name,
       attempt,
     }),

@@ -39,6 +39,8 @@ export type Outcome = Reply['outcome'];
 export interface CompletedData {
   outcome: Outcome;
   message?: string;
+  /** Where a person finds more: a URL or a command (one line). */
+  details?: string;
   progress?: number;
   /** outcome=succeeded only. */
   contributions?: Contribution[];

@@ -22,6 +22,8 @@ system_packages() {
   # The Python example hook runs from a virtualenv (python3-venv brings ensurepip on Debian).
   command -v python3 >/dev/null 2>&1 || need+=(python3)
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+  # The observability tests start Prometheus themselves (never the package's service) and run promtool.
+  command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
   if [ "${#need[@]}" -gt 0 ]; then
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

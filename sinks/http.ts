@@ -22,6 +22,8 @@ export interface HttpSinkOptions {
   logger?: Logger;
   /** Counters; pass `createSinkMetrics(gateRegistry)` to expose them with the gate's metrics. */
   metrics?: SinkMetrics;
+  /** What GET /healthz reports (the host process's liveness); default always ok. */
+  health?: () => { ok: boolean; message: string };
 }
 
 export const DEFAULT_SINK_MAX_BYTES = DEFAULT_MAX_REPLY_BYTES;
@@ -38,14 +40,18 @@ export function createSinkRouter(opts: HttpSinkOptions): Router {
   const rawBody = express.raw({ type: () => true, limit: maxBytes });
 
   router.get('/healthz', (_req, res) => {
-    res.status(200).type('text/plain').send('ok');
+    const { ok, message } = opts.health?.() ?? { ok: true, message: 'ok' };
+    res
+      .status(ok ? 200 : 503)
+      .type('text/plain')
+      .send(message);
   });
 
   router.post(SINK_PATHS, rawBody, async (req: Request, res: Response) => {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const message = { headers: flattenHeaders(req.headers), body };
     const handled = await handleCompleted(message, { keys: opts.keys, maxBytes, onReply: opts.onReply });
-    countReply(metrics, 'http', handled.outcome);
+    countReply(metrics, 'http', handled);
     logHandled(log, handled, req);
     const answer = httpAnswer(handled);
     if (answer.error === undefined) res.status(answer.status).end();

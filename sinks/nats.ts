@@ -2,6 +2,9 @@
 // into the stream PRESTART_REPLIES; every gate replica pulls from one durable consumer, so each
 // reply is handled by one replica at a time and survives gate restarts.
 //
+// A reply is taken only from its own hook's subject: with per-hook NATS permissions only that
+// hook may publish there, so a correlationid that leaked elsewhere is not enough to answer.
+//
 // A message is acked only after the gate recorded it (applied) or found it already recorded
 // (duplicate). Input no retry can fix is terminated with the reason; transient trouble is nak'ed
 // with a growing delay. A replica that dies mid-way never acks, and JetStream redelivers the
@@ -9,13 +12,23 @@
 import type { ConsumerMessages, JsMsg } from 'nats';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
-import { checkNatsTarget, connectOwned, ensureDurableConsumer, ensureStream, type NatsTarget, STREAMS } from '../schemas/nats.ts';
+import {
+  checkNatsTarget,
+  connectOwned,
+  ensureDurableConsumer,
+  ensureStream,
+  GATE_INBOX_PREFIX,
+  GATE_REPLIES_DURABLE,
+  jetStreamManager,
+  type NatsTarget,
+  STREAMS,
+} from '../schemas/nats.ts';
 import { fromNatsMessage, serverSupportsTermReason } from '../schemas/nats-binding.ts';
 import { type Handled, handleCompleted } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
-import type { OnReply } from './types.ts';
+import type { OnReply, ReplyDisposition } from './types.ts';
 
-export const DEFAULT_REPLIES_DURABLE = 'prestart-gate';
+export const DEFAULT_REPLIES_DURABLE = GATE_REPLIES_DURABLE;
 
 export interface NatsSinkOptions extends NatsTarget {
   keys: KeyRing;
@@ -58,9 +71,22 @@ export function createNatsSink(opts: NatsSinkOptions): NatsSink {
   let loop: Promise<void> | undefined;
   const inflight = new Set<Promise<void>>();
 
+  /** The verified reply's hook must be the one whose subject it came on. */
+  function fromItsHook(subject: string): OnReply {
+    return async (reply): Promise<ReplyDisposition> => {
+      const expected = `${STREAMS.replies.subjectPrefix}.${reply.hook}`;
+      if (subject === expected) return opts.onReply(reply);
+      return { type: 'rejected', reason: `a reply for hook ${reply.hook} must come on ${expected}, not on ${subject}` };
+    };
+  }
+
   async function handle(m: JsMsg, termWithReason: boolean): Promise<void> {
-    const handled = await handleCompleted(fromNatsMessage(m.headers, m.data), { keys: opts.keys, maxBytes, onReply: opts.onReply });
-    countReply(metrics, 'nats', handled.outcome);
+    const handled = await handleCompleted(fromNatsMessage(m.headers, m.data), {
+      keys: opts.keys,
+      maxBytes,
+      onReply: fromItsHook(m.subject),
+    });
+    countReply(metrics, 'nats', handled);
     const fields = { subject: m.subject, seq: m.seq, deliveries: m.info.redeliveryCount };
     try {
       settle(m, handled, termWithReason, fields);
@@ -108,8 +134,8 @@ export function createNatsSink(opts: NatsSinkOptions): NatsSink {
     async start() {
       if (loop) return;
       const stream = STREAMS.replies;
-      const owned = await connectOwned(opts, 'knative-prestart-sink', async (nc) => {
-        const jsm = await nc.jetstreamManager();
+      const owned = await connectOwned(opts, { name: 'knative-prestart-sink', inboxPrefix: GATE_INBOX_PREFIX }, async (nc) => {
+        const jsm = await jetStreamManager(nc);
         await ensureStream(jsm, opts.maxAgeMs === undefined ? stream : { ...stream, maxAgeMs: opts.maxAgeMs });
         await ensureDurableConsumer(jsm, stream.name, {
           durable,

@@ -31,7 +31,14 @@ export function installedCluster(): Promise<Cluster> {
     await applyManifests(cluster.kubeConfig, await knativeServingCrdDir());
     // The CRDs, the hold policies and RBAC as installed; not 400-webhooks/500-gate, which point
     // at an in-cluster Service: each test gate registers its own url-based configuration.
-    for (const file of ['100-prestarthook-crd.yaml', '100-prestartrun-crd.yaml', '200-hold-policy.yaml', '300-rbac.yaml']) {
+    // 210: the stamp policy, which the Revision webhook (failing open) relies on.
+    for (const file of [
+      '100-prestarthook-crd.yaml',
+      '100-prestartrun-crd.yaml',
+      '200-hold-policy.yaml',
+      '210-stamp-policy.yaml',
+      '300-rbac.yaml',
+    ]) {
       await applyManifests(cluster.kubeConfig, `${configDir}${file}`);
     }
     return cluster;

@@ -23,41 +23,81 @@ export interface GateProcess {
 export interface GatePorts {
   webhook: number;
   sink: number;
+  /**
+   * The URL the apiserver calls (default https://127.0.0.1:<webhook>): e.g. a balancer in front of
+   * several replicas, standing in for the Service.
+   */
+  webhookUrl?: string;
+  /** The URL hooks reply to (default http://127.0.0.1:<sink>/events). */
+  sinkUrl?: string;
 }
 
-/** Starts `knative-prestart gate` for env's namespace; `crashAt` arms a crash point. */
-export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string, nats?: string): Promise<GateProcess> {
-  const compiled = process.env[GATE_CLI_ENV];
-  const args = [
-    ...(compiled ? [compiled] : ['--import', 'tsx', cli]),
-    'gate',
-    '--kubeconfig',
-    env.gateKubeconfigPath,
-    '--instance',
-    env.instance,
-    '--namespace-selector',
-    `prestart.dev/gate=${env.instance}`,
+/**
+ * Starts `knative-prestart gate` for env's namespace; `crashAt` arms a crash point. `nats` is the
+ * `--nats` URL, or the NATS flags as a whole (with credentials and TLS).
+ */
+export async function spawnGate(
+  env: Pick<GateEnv, 'gateKubeconfigPath' | 'instance'>,
+  ports: GatePorts,
+  crashAt?: string,
+  nats?: string | readonly string[],
+): Promise<GateProcess> {
+  return startGateProcess({
+    crashAt,
+    args: [
+      '--kubeconfig',
+      env.gateKubeconfigPath,
+      '--instance',
+      env.instance,
+      '--namespace-selector',
+      `prestart.dev/gate=${env.instance}`,
+      ...listenArgs(ports),
+      '--lease-duration',
+      '3',
+      '--log-level',
+      'warn',
+      ...(typeof nats === 'string' ? ['--nats', nats] : (nats ?? [])),
+    ],
+    readyPort: ports.sink,
+  });
+}
+
+/** The flags that put a gate's webhooks and sink on 127.0.0.1 `ports`, reached at their URLs. */
+export function listenArgs(ports: GatePorts): string[] {
+  return [
     '--webhook-host',
     '127.0.0.1',
     '--webhook-port',
     String(ports.webhook),
     '--webhook-url',
-    `https://127.0.0.1:${ports.webhook}`,
+    ports.webhookUrl ?? `https://127.0.0.1:${ports.webhook}`,
     '--sink-host',
     '127.0.0.1',
     '--sink-port',
     String(ports.sink),
-    '--lease-duration',
-    '3',
-    '--log-level',
-    'warn',
-    ...(nats ? ['--nats', nats] : []),
+    ...(ports.sinkUrl ? ['--sink-url', ports.sinkUrl] : []),
   ];
+}
+
+export interface GateProcessOptions {
+  /** The flags after `gate`. */
+  args: readonly string[];
+  /** The sink port, where /readyz says when the gate serves. */
+  readyPort: number;
+  crashAt?: string | undefined;
+  /** Another CLI entry point (e.g. a previous release's source tree); default this tree's. */
+  cli?: string;
+}
+
+/** Runs `<cli> gate <args>` and waits until it is ready; it dies with this process. */
+export async function startGateProcess(opts: GateProcessOptions): Promise<GateProcess> {
+  const compiled = opts.cli ? undefined : process.env[GATE_CLI_ENV];
+  const args = [...(compiled ? [compiled] : ['--import', 'tsx', opts.cli ?? cli]), 'gate', ...opts.args];
   const { KNATIVE_PRESTART_CRASH_AT: _, ...inherited } = process.env;
   // Dies with the test process (SIGKILL on parent death), so an interrupted run leaves no gate behind.
   const [cmd, ...prefix] = [...deathSignalPrefix(), process.execPath];
   const child = spawn(cmd as string, [...prefix, ...args], {
-    env: crashAt ? { ...inherited, KNATIVE_PRESTART_CRASH_AT: crashAt } : inherited,
+    env: opts.crashAt ? { ...inherited, KNATIVE_PRESTART_CRASH_AT: opts.crashAt } : inherited,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -69,14 +109,16 @@ export async function spawnGate(env: GateEnv, ports: GatePorts, crashAt?: string
   });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   await waitFor(
-    async () => {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`gate exited early:\n${out}`);
-      return fetch(`http://127.0.0.1:${ports.sink}/readyz`).then(
+    () =>
+      fetch(`http://127.0.0.1:${opts.readyPort}/readyz`).then(
         (r) => r.ok,
         () => false,
-      );
+      ),
+    {
+      timeoutMs: 60_000,
+      what: 'the gate process to serve',
+      bail: () => (child.exitCode !== null || child.signalCode !== null ? new Error(`gate exited early:\n${out}`) : undefined),
     },
-    { timeoutMs: 60_000, what: 'the gate process to serve' },
   );
   return {
     child,

@@ -44,6 +44,7 @@ const (
 	MaxReplyBytes          = 64 * 1024
 	MaxCorrelationIDLength = 1024
 	MaxMessage             = 4096
+	MaxDetails             = 1024
 )
 
 // ContractError is why a message was refused; Status is the HTTP answer (every one is permanent).
@@ -283,10 +284,13 @@ type Request struct {
 
 func (r *Request) Action() string { return r.Data["action"].(string) }
 
-// AttemptKey is what a cancel names: the Revision UID, hook and attempt of the start it cancels.
+// AttemptKey is what a cancel names: the key of the start it cancels (its id is the cancel's
+// without /cancel). Ids name the PrestartRun: a run created again starts at attempt 1 again under new ids.
 func (r *Request) AttemptKey() string {
-	uid := r.Data["revision"].(map[string]any)["uid"].(string)
-	return fmt.Sprintf("%s/%s/%d", uid, r.Hook, r.Attempt)
+	if r.Action() == "cancel" {
+		return strings.TrimSuffix(r.Key, "/cancel")
+	}
+	return r.Key
 }
 
 // Deadline is zero when the request has none (a cancel).
@@ -359,6 +363,7 @@ type Contribution struct {
 type CompletedData struct {
 	Outcome       string         `json:"outcome"`
 	Message       *string        `json:"message,omitempty"`
+	Details       *string        `json:"details,omitempty"`
 	Progress      *int           `json:"progress,omitempty"`
 	Contributions []Contribution `json:"contributions,omitempty"`
 }

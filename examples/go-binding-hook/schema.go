@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -176,7 +177,7 @@ func CheckCompletedData(v any) string {
 	}
 	for member := range data {
 		switch member {
-		case "outcome", "message", "progress", "contributions":
+		case "outcome", "message", "details", "progress", "contributions":
 		default:
 			return fmt.Sprintf("data has an unknown member %q", member)
 		}
@@ -190,6 +191,13 @@ func CheckCompletedData(v any) string {
 	}
 	if message, present := data["message"]; present && !stringOfLength(message, 0, MaxMessage) {
 		return fmt.Sprintf("data/message must be a string of at most %d characters", MaxMessage)
+	}
+	// details (optional, added compatibly): one line, no control characters, 1 to 1024 characters.
+	if details, present := data["details"]; present {
+		text, isText := details.(string)
+		if !isText || !stringOfLength(details, 1, MaxDetails) || strings.IndexFunc(text, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return fmt.Sprintf("data/details must be one line of 1 to %d characters", MaxDetails)
+		}
 	}
 	if progress, present := data["progress"]; present {
 		if p, _ := progress.(float64); !isInteger(progress) || p < 0 || p > 100 {

@@ -124,7 +124,8 @@ func TestTakesValidRequests(t *testing.T) {
 			}
 			got := []any{req.CorrelationID, req.Hook, req.Attempt, req.Subject, req.AttemptKey(), req.Key, req.Action()}
 			want := []any{correlation(t)["primary"], "db-migrate", 1, "shop/checkout-00002",
-				"5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e/db-migrate/1", req.Event.Source() + "#" + req.Event.ID(), wantAction}
+				req.Event.Source() + "#" + correlation(t)["ref"].(map[string]any)["runUID"].(string) + "/db-migrate/1",
+				req.Event.Source() + "#" + req.Event.ID(), wantAction}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got %v, want %v", got, want)
 			}

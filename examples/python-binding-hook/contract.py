@@ -363,7 +363,7 @@ def check_completed_data(data: Any) -> str | None:
     if not isinstance(data, dict):
         return "data must be an object"
     for member in data:
-        if member not in ("outcome", "message", "progress", "contributions"):
+        if member not in ("outcome", "message", "details", "progress", "contributions"):
             return f'data has an unknown member "{member}"'
     if "outcome" not in data:
         return 'data is missing "outcome"'
@@ -372,6 +372,11 @@ def check_completed_data(data: Any) -> str | None:
         return 'data/outcome must be one of "succeeded", "failed", "progress"'
     if "message" in data and (not isinstance(data["message"], str) or len(data["message"]) > MAX_MESSAGE):
         return f"data/message must be a string of at most {MAX_MESSAGE} characters"
+    # details (optional, added compatibly): one line, no control characters, 1 to 1024 characters.
+    if "details" in data:
+        details = data["details"]
+        if not isinstance(details, str) or not 1 <= len(details) <= 1024 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in details):
+            return "data/details must be one line of 1 to 1024 characters"
     if "progress" in data and (not _is_integer(data["progress"]) or not 0 <= data["progress"] <= 100):
         return "data/progress must be an integer from 0 to 100"
     if "contributions" not in data:
@@ -444,8 +449,10 @@ class Request:
 
     @property
     def attempt_key(self) -> str:
-        """What a cancel names: the Revision UID, hook and attempt of the start it cancels."""
-        return f"{self.data['revision']['uid']}/{self.hook}/{self.attempt}"
+        """What a cancel names: the key of the start it cancels (its id is the cancel's without /cancel).
+
+        Ids name the PrestartRun: a run created again starts at attempt 1 again under new ids."""
+        return self.key.removesuffix("/cancel") if self.action == "cancel" else self.key
 
     @property
     def deadline(self) -> datetime | None:

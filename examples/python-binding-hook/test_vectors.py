@@ -68,7 +68,7 @@ def test_takes_valid_request(vector: dict[str, Any]) -> None:
     assert parsed.hook == "db-migrate"
     assert parsed.attempt == 1
     assert parsed.subject == "shop/checkout-00002"
-    assert parsed.attempt_key == "5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e/db-migrate/1"
+    assert parsed.attempt_key == f"{parsed.event.get_source()}#{correlation()['ref']['runUID']}/db-migrate/1"
     assert parsed.key == f"{parsed.event.get_source()}#{parsed.event.get_id()}"
     assert parsed.action == ("cancel" if "/cancel" in parsed.event.get_id() else "start")
 

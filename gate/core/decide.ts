@@ -14,7 +14,8 @@
  * | 2  | Revision deleting, otherwise                     | removeFinalizer when ours is still there                       |
  * | 3  | a run for another UID (old Revision, same name)  | nothing; requeue until garbage collection removes it           |
  * | 4  | not held, run neither Released nor Cancelled,    | updateRunStatus(Released), Normal Released: finishes a release |
- * |    | all hooks passed                                 | interrupted between label removal and status write             |
+ * |    | all hooks passed (a Requested hook past its      | interrupted between label removal and status write (the        |
+ * |    | deadline counts as TimedOut, as step b made it)  | TimedOut of an Ignore hook may be in the status not written)   |
  * | 5  | not held, otherwise                              | nothing: unheld Revisions are never touched                    |
  * | 6  | held, no run, hooks annotation missing/malformed | setHoldReason + Warning InvalidHooksAnnotation (only when the  |
  * |    |                                                  | reason is not already there); never release: fail closed       |
@@ -30,7 +31,15 @@
  * Rule 11, step by step on a working copy of the status:
  *   a. retry token new (!== observedRetry): Failed/TimedOut hooks -> Pending, attempt+1, fields
  *      cleared; observedRetry = token; Normal Retrying. Hooks not found at start cannot retry.
- *   b. Requested and now >= deadline -> TimedOut "no reply within <timeout>".
+ *   b. Requested, last sent before this replica began to lead (leaderSince), deadline earlier than
+ *      leaderSince + grace (grace = the resendInterval, 30s when resends are off, at most the
+ *      timeout): the deadline came, or nearly, while no leader acted, so the hook's answer may
+ *      have been lost in the outage -> deadline = now + grace, and one sendRequest now (unless
+ *      resends are off): a hook that finished answers from memory. Deciding again changes
+ *      nothing more (the deadline is now past leaderSince + grace).
+ *      Requested and now >= deadline -> TimedOut "no reply within <timeout>".
+ *      Requested with a heartbeatTimeout, silent that long since the request or its last progress
+ *      reply (heartbeat.ts) -> TimedOut "no sign of life within <heartbeatTimeout> ...".
  *      Requested and now >= lastSentAt + resendInterval -> lastSentAt = now, sendRequest (same attempt).
  *   c. no blocking hook: the lowest order with Pending/Requested hooks is the current stage (every
  *      lower hook has passed, or it would be blocking); its Pending hooks -> Requested with
@@ -45,6 +54,9 @@
  *      when it differs from the annotation on the Revision), Warning HookFailed/HookTimedOut
  *      only when the Ready condition newly became False or its message changed.
  *   f. requeueAfterMs = time to the nearest deadline or resend of a Requested hook.
+ *
+ * Every send names the run by its UID (sendRequest.runUID): the event id and the correlationid
+ * carry it, so a reply to a deleted run never counts for the run created after it.
  *
  * Cancels are recorded before they are sent, and the finalizer goes before them too: a hook that
  * cannot be reached must never keep a Revision from being deleted, so a cancel is best effort.
@@ -61,6 +73,8 @@ import {
   REASON_ANNOTATION,
   RETRY_ANNOTATION,
 } from '../../api/types.ts';
+import { heartbeatDue, heartbeatExpired } from './heartbeat.ts';
+import { idRunUID } from './reply.ts';
 import { HookSpecError, snapshotHook } from './snapshot.ts';
 import { parseHookNames } from './stamp.ts';
 import {
@@ -70,6 +84,7 @@ import {
   describeOutcome,
   type HookEntry,
   hasPassed,
+  isAudit,
   isBlocking,
   isFailure,
   isUnfinished,
@@ -178,17 +193,20 @@ function baseStatus(o: Observed, run: PrestartRunView): PrestartRunStatus {
 
 function finishRelease(o: Observed, run: PrestartRunView): Decision {
   const prev = run.status;
-  if (!prev || prev.phase === 'Released' || prev.phase === 'Cancelled') return { actions: [] };
-  const entries = joinHooks(run.spec, prev.hooks);
+  if (prev?.phase === 'Released' || prev?.phase === 'Cancelled') return { actions: [] };
+  const base = baseStatus(o, run);
+  const now = o.now.getTime();
+  // The pass that released may have timed out an Ignore hook in the status it never wrote.
+  const entries = joinHooks(run.spec, base.hooks).map((e) => expired(e, now) ?? e);
   if (!entries.every(hasPassed)) return { actions: [] };
   const nowIso = o.now.toISOString();
   const ready = readyFor('Released', entries);
   const hooks = entries.map((e) => e.status);
   const status: PrestartRunStatus = {
-    ...prev,
+    ...base,
     phase: 'Released',
     hooks,
-    conditions: setCondition(prev.conditions, ready, nowIso),
+    conditions: setCondition(base.conditions, ready, nowIso),
     releasedAt: nowIso,
     summary: summaryOf(hooks),
   };
@@ -204,7 +222,7 @@ function cancel(o: Observed, run: PrestartRunView, why: string, deleting: boolea
   const hooks = entries.map(({ status, snapshot }): HookStatus => {
     if (!isUnfinished(status.phase)) return status;
     if (status.phase === 'Requested' && snapshot) {
-      sends.push({ type: 'sendCancel', hook: snapshot, attempt: status.attempt, reason: why });
+      sends.push({ type: 'sendCancel', runUID: idRunUID(run), hook: snapshot, attempt: status.attempt, reason: why });
     }
     cancelled.push(status.name);
     return { ...status, phase: 'Cancelled', message: why };
@@ -255,8 +273,9 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     events.push(event('Normal', 'Retrying', retryMessage(run.retryToken, retried, stuck)));
   }
 
-  entries = entries.map((e) => expireOrResend(e, now, nowIso, sends));
-  entries = startStage(entries, now, nowIso, sends);
+  const clock: SendClock = { now, nowIso, runUID: idRunUID(run), leaderSince: o.leaderSince?.getTime() };
+  entries = entries.map((e) => expireOrResend(e, clock, sends));
+  entries = startStage(entries, clock, sends);
 
   const phase = derivePhase(entries);
   const hooks = entries.map((e) => e.status);
@@ -276,6 +295,7 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     actions.push(...holdReasonActions(o, undefined));
     actions.push({ type: 'release', inject: hasContributions(status) });
     if (changed) actions.push({ type: 'updateRunStatus', status });
+    actions.push(...sends); // issue 12: Audit hooks requested as the Revision is released (record, then send)
     events.push(event('Normal', 'Released', ready.message ?? ''));
   } else {
     if (changed) actions.push({ type: 'updateRunStatus', status });
@@ -291,37 +311,96 @@ function advance(o: Observed, run: PrestartRunView): Decision {
   return requeueAfterMs === undefined ? { actions } : { actions, requeueAfterMs };
 }
 
-function expireOrResend(entry: HookEntry, now: number, nowIso: string, sends: Action[]): HookEntry {
+/** What the send rules need besides the hook: the time, the run the sends are for, and since when this replica leads. */
+interface SendClock {
+  now: number;
+  nowIso: string;
+  /** The run UID its requests are named by; undefined for a run of an earlier release (v1 ids, RUN_IDS_ANNOTATION). */
+  runUID: string | undefined;
+  leaderSince: number | undefined;
+}
+
+/** Grace after an outage when resends are off: long enough for a delayed reply (Broker retry, NATS backlog) to land. */
+export const OUTAGE_GRACE_MS = 30_000;
+
+function expireOrResend(entry: HookEntry, c: SendClock, sends: Action[]): HookEntry {
   const { status, snapshot } = entry;
   if (status.phase !== 'Requested' || !snapshot) return entry;
+  const { now, nowIso } = c;
+  const request = (deadline: string): Action => ({
+    type: 'sendRequest',
+    runUID: c.runUID,
+    hook: snapshot,
+    attempt: status.attempt,
+    deadline,
+  });
   const deadline = deadlineOf(status, snapshot, now);
-  const deadlineIso =
-    status.deadline !== undefined && !Number.isNaN(Date.parse(status.deadline)) ? status.deadline : new Date(deadline).toISOString();
-  if (now >= deadline) {
-    return { snapshot, status: { ...status, phase: 'TimedOut', deadline: deadlineIso, message: timeoutMessage(snapshot) } };
+  const grace = outageGraceMs(snapshot);
+  if (c.leaderSince !== undefined && sentAt(status) < c.leaderSince && deadline < c.leaderSince + grace) {
+    const extended = new Date(Math.max(deadline, now + grace)).toISOString();
+    if (snapshot.resendIntervalSeconds <= 0) return { snapshot, status: { ...status, deadline: extended } };
+    sends.push(request(extended));
+    return { snapshot, status: { ...status, lastSentAt: nowIso, deadline: extended } };
   }
+  const timedOut = expired(entry, now);
+  if (timedOut) return timedOut;
+  const deadlineIso = deadlineIsoOf(status, deadline);
   const resendAt = resendAtOf(status, snapshot);
   if (resendAt !== undefined && now >= resendAt) {
-    sends.push({ type: 'sendRequest', hook: snapshot, attempt: status.attempt, deadline: deadlineIso });
+    sends.push(request(deadlineIso));
     return { snapshot, status: { ...status, lastSentAt: nowIso, deadline: deadlineIso } };
   }
   return status.deadline === deadlineIso ? entry : { snapshot, status: { ...status, deadline: deadlineIso } };
 }
 
-function startStage(entries: HookEntry[], now: number, nowIso: string, sends: Action[]): HookEntry[] {
+/** The entry as TimedOut when it is Requested and its deadline has passed; undefined otherwise. */
+function expired(entry: HookEntry, now: number): HookEntry | undefined {
+  const { status, snapshot } = entry;
+  if (status.phase !== 'Requested' || !snapshot) return undefined;
+  const deadline = deadlineOf(status, snapshot, now);
+  // --- issue 12: a hook silent longer than its heartbeatTimeout times out before its deadline ---
+  if (now < deadline) return heartbeatExpired(entry, now);
+  return {
+    snapshot,
+    status: { ...status, phase: 'TimedOut', deadline: deadlineIsoOf(status, deadline), message: timeoutMessage(snapshot) },
+  };
+}
+
+/** The stored deadline as written when it parses, so an unchanged status compares equal. */
+function deadlineIsoOf(status: HookStatus, deadline: number): string {
+  return status.deadline !== undefined && !Number.isNaN(Date.parse(status.deadline)) ? status.deadline : new Date(deadline).toISOString();
+}
+
+/** One resendInterval (the time a resend needs to bring an answer back), never more than the timeout. */
+function outageGraceMs(snapshot: HookSnapshot): number {
+  const grace = snapshot.resendIntervalSeconds > 0 ? snapshot.resendIntervalSeconds * 1000 : OUTAGE_GRACE_MS;
+  return Math.min(grace, snapshot.timeoutSeconds * 1000);
+}
+
+/** When the request was last sent; 0 (long ago) when the status does not say. */
+function sentAt(status: HookStatus): number {
+  const last = Date.parse(status.lastSentAt ?? status.requestedAt ?? '');
+  return Number.isNaN(last) ? 0 : last;
+}
+
+function startStage(entries: HookEntry[], c: SendClock, sends: Action[]): HookEntry[] {
   // With no blocking hook, every hook below the lowest unfinished order has passed.
   if (entries.some(isBlocking)) return entries;
-  const unfinished = entries.filter((e) => isUnfinished(e.status.phase));
-  if (unfinished.length === 0) return entries;
-  const stage = Math.min(...unfinished.map(orderOf));
+  // --- issue 12: Audit (shadow) hooks never make a stage wait; each is requested with the stage
+  // of its order, or at once when no Enforce hook of its order or lower is left ---
+  const unfinished = entries.filter((e) => isUnfinished(e.status.phase) && !isAudit(e));
+  const auditPending = entries.some((e) => isAudit(e) && e.status.phase === 'Pending');
+  if (unfinished.length === 0 && !auditPending) return entries;
+  const stage = unfinished.length > 0 ? Math.min(...unfinished.map(orderOf)) : Number.POSITIVE_INFINITY;
   return entries.map((e) => {
     const { status, snapshot } = e;
-    if (status.phase !== 'Pending' || !snapshot || snapshot.order !== stage) return e;
-    const deadline = new Date(now + snapshot.timeoutSeconds * 1000).toISOString();
-    sends.push({ type: 'sendRequest', hook: snapshot, attempt: status.attempt, deadline });
+    if (status.phase !== 'Pending' || !snapshot) return e;
+    if (isAudit(e) ? snapshot.order > stage : snapshot.order !== stage) return e;
+    const deadline = new Date(c.now + snapshot.timeoutSeconds * 1000).toISOString();
+    sends.push({ type: 'sendRequest', runUID: c.runUID, hook: snapshot, attempt: status.attempt, deadline });
     return {
       snapshot,
-      status: { name: status.name, phase: 'Requested', attempt: status.attempt, requestedAt: nowIso, lastSentAt: nowIso, deadline },
+      status: { name: status.name, phase: 'Requested', attempt: status.attempt, requestedAt: c.nowIso, lastSentAt: c.nowIso, deadline },
     };
   });
 }
@@ -344,6 +423,7 @@ function nextWakeup(entries: readonly HookEntry[], now: number): number | undefi
   for (const { status, snapshot } of entries) {
     if (status.phase !== 'Requested' || !snapshot) continue;
     next = Math.min(next, deadlineOf(status, snapshot, now), resendAtOf(status, snapshot) ?? Number.POSITIVE_INFINITY);
+    next = Math.min(next, heartbeatDue(status, snapshot) ?? Number.POSITIVE_INFINITY); // issue 12: heartbeats
   }
   return Number.isFinite(next) ? Math.max(0, Math.ceil(next - now)) : undefined;
 }

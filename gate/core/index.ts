@@ -3,7 +3,9 @@
 
 export { type FilteredContributions, filterContributions } from './contributions.ts';
 export { decide, FOREIGN_RUN_REQUEUE_MS } from './decide.ts';
+export { decideRevision } from './decide-revision.ts';
 export { DurationError, formatDuration, parseDurationMs, parseDurationSeconds } from './duration.ts';
+export { forceRelease } from './force-release.ts';
 export {
   type PodContainer,
   type PodEnvFrom,
@@ -25,6 +27,13 @@ export {
   type RequestRef,
   requestRef,
 } from './reply.ts';
+export {
+  getCommand,
+  type RevisionCondition,
+  retryCommand,
+  revisionConditionFor,
+  withRevisionCondition,
+} from './revision-condition.ts';
 export { HookSpecError, snapshotHook } from './snapshot.ts';
 export { parseHookNames, type StampResult, stampRevision } from './stamp.ts';
 export { contributionsOf } from './status.ts';

@@ -1,7 +1,10 @@
 // Applying one verified `completed` reply to a run. Deliveries are at-least-once and unordered,
-// so a reply may be a duplicate, belong to an older attempt, or arrive after the run moved on;
-// only a reply for the hook's current attempt while it is still waiting changes anything. The run
-// phase, conditions and events are left to decide(), which sees the new hook status next.
+// so a reply may be a duplicate, belong to an older attempt or an older run of the same Revision
+// (deleted and created again: attempts start at 1 again, only the run's UID differs), or arrive
+// after the run moved on; only a reply for the current run and the hook's current attempt while
+// the gate waits for it (Requested) changes anything. A hook still Pending was never asked, so
+// no genuine reply for it can exist yet. The run phase, conditions and events are left to
+// decide(), which sees the new hook status next.
 //
 // Also the gate's own replies: what a request that could not be delivered, or a synchronous
 // answer that is not a valid reply, does to the hook. The gate and the simulator both ask here.
@@ -12,12 +15,24 @@ import { oneLine, summaryOf } from './status.ts';
 import type { ReplyResult } from './types.ts';
 
 const MAX_MESSAGE = 1024;
+const MAX_DETAILS = 1024;
 
-/** The request a reply answers: one attempt of one hook for one Revision. */
-export type RequestRef = Pick<Reply, 'namespace' | 'revision' | 'revisionUID' | 'hook' | 'attempt'>;
+/** The request a reply answers: one attempt of one hook in one PrestartRun of one Revision. */
+export type RequestRef = Pick<Reply, 'namespace' | 'revision' | 'revisionUID' | 'runUID' | 'hook' | 'attempt'>;
 
-export function requestRef(revision: Pick<RevisionView, 'namespace' | 'name' | 'uid'>, hook: string, attempt: number): RequestRef {
-  return { namespace: revision.namespace, revision: revision.name, revisionUID: revision.uid, hook, attempt };
+export function requestRef(
+  revision: Pick<RevisionView, 'namespace' | 'name' | 'uid'>,
+  runUID: string | undefined,
+  hook: string,
+  attempt: number,
+): RequestRef {
+  const ref = { namespace: revision.namespace, revision: revision.name, revisionUID: revision.uid, hook, attempt };
+  return runUID === undefined ? ref : { ...ref, runUID };
+}
+
+/** The run UID a run's requests and replies are bound to: none for a run an earlier release created (RUN_IDS_ANNOTATION). */
+export function idRunUID(run: Pick<PrestartRunView, 'uid' | 'legacyIds'>): string | undefined {
+  return run.legacyIds ? undefined : run.uid;
 }
 
 /** The eventKey of every reply the gate makes itself, for logs. */
@@ -51,6 +66,14 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
   if (reply.namespace !== run.namespace || reply.revision !== run.name) {
     return reject(`reply for ${reply.namespace}/${reply.revision} does not belong to run ${run.namespace}/${run.name}`);
   }
+  // A v1 reply (no run UID) counts only for a run an earlier release created, whose requests the
+  // gate still names the v1 way (RUN_IDS_ANNOTATION); every other run takes only its own replies.
+  const bound = run.legacyIds ? reply.runUID === undefined : run.uid !== '' && reply.runUID === run.uid;
+  if (!bound) {
+    return reject(
+      `reply for an earlier PrestartRun ${run.namespace}/${run.name} (uid ${reply.runUID ?? 'none: a v1 id'}, now ${run.uid || 'unknown'}): the run was deleted and started over, only replies to its new requests count`,
+    );
+  }
   const status = run.status;
   const index = status?.hooks.findIndex((h) => h.name === reply.hook) ?? -1;
   const current = status?.hooks[index];
@@ -65,7 +88,10 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
   if ((reply.outcome === 'succeeded' && current.phase === 'Succeeded') || (reply.outcome === 'failed' && current.phase === 'Failed')) {
     return { type: 'duplicate' };
   }
-  if (current.phase !== 'Requested' && current.phase !== 'Pending') {
+  if (current.phase === 'Pending') {
+    return reject(`hook ${reply.hook} has not been requested yet (attempt ${current.attempt} is Pending); ${reply.outcome} reply refused`);
+  }
+  if (current.phase !== 'Requested') {
     return reject(`hook ${reply.hook} is already ${current.phase}; ${reply.outcome} reply ignored`);
   }
 
@@ -75,7 +101,15 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
     next = { ...current };
     if (message !== undefined) next.message = message;
     if (isProgress(reply.progress)) next.progress = reply.progress;
-    if (next.message === current.message && next.progress === current.progress) return { type: 'duplicate' };
+    // issue 12: the details link (a URL or a command) of the latest reply that gave one.
+    const details = detailsOf(reply);
+    if (details !== undefined) next.details = details;
+    // issue 12: a hook with a heartbeatTimeout shows it is alive with every progress reply, even an unchanged one.
+    if (snapshot.heartbeatTimeoutSeconds) {
+      next.lastProgressAt = now.toISOString();
+    } else if (next.message === current.message && next.progress === current.progress && next.details === current.details) {
+      return { type: 'duplicate' };
+    }
   } else {
     next = {
       name: current.name,
@@ -87,6 +121,8 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
       if (current[key] !== undefined) next[key] = current[key];
     }
     if (isProgress(reply.progress)) next.progress = reply.progress;
+    const details = detailsOf(reply) ?? current.details;
+    if (details !== undefined) next.details = details;
     const notes: string[] = message ? [message] : [];
     if (reply.outcome === 'succeeded' && reply.contributions !== undefined) {
       const list: unknown[] = Array.isArray(reply.contributions) ? reply.contributions : [reply.contributions];
@@ -104,4 +140,9 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
 
 function isProgress(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 100;
+}
+
+/** A reply's details link, one bounded line (it lands in the status, the Revision's condition and Events). */
+function detailsOf(reply: Reply): string | undefined {
+  return typeof reply.details === 'string' && reply.details.trim() !== '' ? oneLine(reply.details, MAX_DETAILS) : undefined;
 }

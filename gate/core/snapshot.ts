@@ -34,6 +34,12 @@ export function snapshotHook(hook: PrestartHook): HookSnapshot {
     delivery: structuredClone(spec.delivery),
   };
   if (spec.params !== undefined) snapshot.params = structuredClone(spec.params);
+  if (spec.heartbeatTimeout !== undefined) {
+    const heartbeat = seconds(hook.name, 'heartbeatTimeout', spec.heartbeatTimeout);
+    if (heartbeat <= 0) throw new HookSpecError(hook.name, `heartbeatTimeout must be positive, got "${spec.heartbeatTimeout}"`);
+    snapshot.heartbeatTimeoutSeconds = heartbeat;
+  }
+  if (spec.mode === 'Audit') snapshot.mode = 'Audit';
   return snapshot;
 }
 

@@ -50,6 +50,11 @@ export function orderOf(entry: HookEntry): number {
   return entry.snapshot?.order ?? Number.NEGATIVE_INFINITY;
 }
 
+/** spec.mode Audit: requested and recorded like any other hook, never holds or fails the Revision. */
+export function isAudit(entry: HookEntry): boolean {
+  return entry.snapshot?.mode === 'Audit';
+}
+
 export function isUnfinished(phase: HookPhase): boolean {
   return phase === 'Pending' || phase === 'Requested';
 }
@@ -60,12 +65,15 @@ export function isFailure(phase: HookPhase): boolean {
 
 /** Lets later stages and the release go ahead. */
 export function hasPassed(entry: HookEntry): boolean {
+  // issue 12: an Audit (shadow) hook never holds, whatever it answers or whether it answered yet.
+  if (isAudit(entry)) return true;
   const { phase } = entry.status;
   return phase === 'Succeeded' || (isFailure(phase) && policyOf(entry) === 'Ignore');
 }
 
 /** Keeps the Revision held until an admin retries. A Cancelled hook outside a cancelled run also blocks: fail closed. */
 export function isBlocking(entry: HookEntry): boolean {
+  if (isAudit(entry)) return false;
   const { phase } = entry.status;
   return (isFailure(phase) && policyOf(entry) === 'Fail') || phase === 'Cancelled';
 }
@@ -96,7 +104,9 @@ export function describeOutcome(status: HookStatus): string {
         : status.phase === 'Cancelled'
           ? 'was cancelled'
           : status.phase.toLowerCase();
-  return status.message ? `hook ${status.name} ${verb}: ${oneLine(status.message, 256)}` : `hook ${status.name} ${verb}`;
+  const text = status.message ? `hook ${status.name} ${verb}: ${oneLine(status.message, 256)}` : `hook ${status.name} ${verb}`;
+  // The hook's details link (issue 12) goes wherever the outcome is told: run, hold reason, Events.
+  return status.details ? `${text} (details: ${oneLine(status.details, 256)})` : text;
 }
 
 export function timeoutMessage(snapshot: HookSnapshot): string {
@@ -110,7 +120,7 @@ export function readyFor(phase: RunPhase, entries: readonly HookEntry[], cancelR
     case 'Pending':
       return { type: 'Ready', status: 'Unknown', reason: 'Pending', message: 'waiting to request hooks' };
     case 'Running': {
-      const waiting = entries.filter((e) => isUnfinished(e.status.phase)).map((e) => e.status.name);
+      const waiting = entries.filter((e) => isUnfinished(e.status.phase) && !isAudit(e)).map((e) => e.status.name);
       return { type: 'Ready', status: 'Unknown', reason: 'Running', message: `waiting for ${waiting.join(', ')}` };
     }
     case 'Failed': {
@@ -120,15 +130,15 @@ export function readyFor(phase: RunPhase, entries: readonly HookEntry[], cancelR
       return { type: 'Ready', status: 'False', reason, message: blocking.map(describeOutcome).join('; ') };
     }
     case 'Released': {
-      const ignored = entries.filter((e) => isFailure(e.status.phase)).map((e) => describeOutcome(e.status));
+      const ignored = entries.filter((e) => isFailure(e.status.phase) && !isAudit(e)).map((e) => describeOutcome(e.status));
       const succeeded = entries.filter((e) => e.status.phase === 'Succeeded').length;
       const base = `${succeeded}/${entries.length} hooks succeeded`;
-      return {
-        type: 'Ready',
-        status: 'True',
-        reason: 'Released',
-        message: ignored.length > 0 ? `${base}; ignored (failurePolicy Ignore): ${ignored.join('; ')}` : base,
-      };
+      const parts = [base];
+      if (ignored.length > 0) parts.push(`ignored (failurePolicy Ignore): ${ignored.join('; ')}`);
+      // What the shadow hooks would have decided, had they been enforced.
+      const audit = entries.filter((e) => isAudit(e) && e.status.phase !== 'Succeeded');
+      if (audit.length > 0) parts.push(`audit only (would have held): ${audit.map((e) => describeOutcome(e.status)).join('; ')}`);
+      return { type: 'Ready', status: 'True', reason: 'Released', message: parts.join('; ') };
     }
     case 'Cancelled':
       return { type: 'Ready', status: 'False', reason: 'Cancelled', message: `cancelled: ${cancelReason ?? 'unknown reason'}` };

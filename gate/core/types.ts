@@ -1,6 +1,14 @@
 // The functional core's own vocabulary: what it observes and the actions it decides. The API
 // types it decides over live in api/types.ts, the floor every layer shares.
-import type { HookSnapshot, PrestartHook, PrestartRunSpec, PrestartRunStatus, PrestartRunView, RevisionView } from '../../api/types.ts';
+import type {
+  Condition,
+  HookSnapshot,
+  PrestartHook,
+  PrestartRunSpec,
+  PrestartRunStatus,
+  PrestartRunView,
+  RevisionView,
+} from '../../api/types.ts';
 
 /** Everything the core needs to decide, observed by the shell at one moment. */
 export interface Observed {
@@ -13,19 +21,26 @@ export interface Observed {
   /** True when a Route/Service traffic target names this Revision explicitly. */
   namedByTraffic: boolean;
   now: Date;
+  /**
+   * When this replica started leading (its controller started). A hook whose deadline came while
+   * no leader acted (an outage) is asked once more and given a grace period before it times out.
+   */
+  leaderSince?: Date;
 }
 
 export type Action =
   | { type: 'createRun'; spec: PrestartRunSpec; status: PrestartRunStatus }
   | { type: 'updateRunStatus'; status: PrestartRunStatus }
-  /** Sent after the status that records it was written (record, then send). */
-  | { type: 'sendRequest'; hook: HookSnapshot; attempt: number; deadline: string }
-  | { type: 'sendCancel'; hook: HookSnapshot; attempt: number; reason: string }
+  /** Sent after the status that records it was written (record, then send). runUID: the run it is for (PrestartRunView.uid). */
+  | { type: 'sendRequest'; runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string }
+  | { type: 'sendCancel'; runUID: string | undefined; hook: HookSnapshot; attempt: number; reason: string }
   /** Remove the hold label and the cancel finalizer; add the inject label when there are contributions. */
   | { type: 'release'; inject: boolean }
   /** Set (or clear, when undefined) the reason annotation that the hold policy's message shows. */
   | { type: 'setHoldReason'; reason: string | undefined }
   | { type: 'removeFinalizer' }
+  /** Set the gate's own condition (PRESTART_CONDITION) on the Revision's status; the shell keeps every other condition. */
+  | { type: 'setRevisionCondition'; condition: Condition }
   | { type: 'recordEvent'; eventType: 'Normal' | 'Warning'; reason: string; message: string };
 
 export interface Decision {

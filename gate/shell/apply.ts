@@ -1,23 +1,33 @@
 // Applies the core's actions, in order. The first failure stops the list (the caller requeues
 // with backoff and the core decides again from what really got written), so "record, then send"
-// holds: a request is never sent unless the status that records it was stored.
+// holds: a request is never sent unless the status that records it was stored. Sends are queued
+// (gate/shell/sender.ts): the network send happens off the reconcile workers, so a hook that
+// hangs holds its own send slots, never a worker. Events and the Revision's condition are written
+// in the background too (gate/shell/background.ts): nothing decided waits for them.
+//
+// A release ends the list: the label is off, the Revision starts, and what the core put after it
+// (the run's Released status, the event) is the next reconcile's, decide rule 4 ("finish an
+// interrupted release"), which the Revision's leaving the held cache triggers. A worker then
+// spends one write per release, so releases that come together do not queue behind each
+// other's bookkeeping.
 //
 // Invariant: while a list is applied, only its own actions write the run, from ctx.run. What a
-// send brings back (a hook's synchronous reply, a refusal) also writes the run, so it is kept
-// aside and handed to the intake only after the list is done, whether the list finished or
-// stopped on an error: nothing in the list ever works from a run that changed behind its back.
+// send brings back (a hook's synchronous reply, a refusal) also writes the run, so the sender
+// hands it to the intake under the Revision's lock, which the list holds while it is applied:
+// nothing in the list ever works from a run that changed behind its back.
 import type { Logger } from 'pino';
 import type { RunObject } from '../../api/resources.ts';
-import type { HookSnapshot, RevisionView } from '../../api/types.ts';
+import type { RevisionView } from '../../api/types.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
-import { requestRef } from '../core/index.ts';
 import type { Action } from '../core/types.ts';
-import { type Answer, takeAnswers } from './answers.ts';
+import type { BackgroundWrites } from './background.ts';
 import type { Clock } from './clock.ts';
 import { crashPoint } from './crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { RequestSender } from './requests.ts';
+import type { HookSends } from './sender.ts';
+import { isFinished } from './views.ts';
 
 /** What stays the same from one reconcile to the next. */
 export interface ApplyDeps {
@@ -34,18 +44,28 @@ export interface ApplyContext extends ApplyDeps {
   revisionResourceVersion: string | undefined;
   run: RunObject | undefined;
   log: Logger;
+  /** The sends queue (built on `sender` and `intake`) and the Revision's lock. */
+  sends: HookSends;
+  /** Events and the Revision's condition, written off the worker. */
+  background: BackgroundWrites;
+  /** Look at this Revision again (a background write failed). */
+  retry: () => void;
 }
 
-export async function applyActions(actions: Action[], ctx: ApplyContext): Promise<void> {
-  const answers: Answer[] = [];
-  try {
-    for (const action of actions) await applyOne(action, ctx, answers);
-  } finally {
-    await takeAnswers(answers, ctx.intake, ctx.log);
-  }
+/** All of the list was applied, or the list up to its release (the rest is decide rule 4's, next). */
+export type Applied = 'all' | 'released';
+
+export async function applyActions(actions: Action[], ctx: ApplyContext): Promise<Applied> {
+  return ctx.sends.exclusive(ctx.revision, async () => {
+    for (const [i, action] of actions.entries()) {
+      await applyOne(action, ctx);
+      if (action.type === 'release' && i < actions.length - 1) return 'released';
+    }
+    return 'all';
+  });
 }
 
-async function applyOne(action: Action, ctx: ApplyContext, answers: Answer[]): Promise<void> {
+async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
   const { client, revision } = ctx;
   switch (action.type) {
     case 'createRun':
@@ -54,14 +74,12 @@ async function applyOne(action: Action, ctx: ApplyContext, answers: Answer[]): P
     case 'updateRunStatus':
       ctx.run = await client.replaceRunStatus(requireRun(ctx), action.status);
       return;
-    case 'sendRequest': {
-      const result = await ctx.sender.send(revision, action.hook, action.attempt, action.deadline, 'start');
-      answers.push({ request: requestRef(revision, action.hook.name, action.attempt), result });
-      crashPoint('after-send');
+    case 'sendRequest':
+      ctx.sends.request(revision, action.runUID, action.hook, action.attempt, action.deadline);
       return;
-    }
     case 'sendCancel':
-      await sendCancelBestEffort(ctx, action.hook, action.attempt, action.reason);
+      // A cancel is a courtesy to the hook: the Revision is going away whether or not it arrives.
+      ctx.sends.cancel(revision, action.runUID, action.hook, action.attempt, action.reason, ctx.clock.now().toISOString());
       return;
     case 'release':
       crashPoint('before-release');
@@ -90,27 +108,35 @@ async function applyOne(action: Action, ctx: ApplyContext, answers: Answer[]): P
         },
       });
       return;
-    case 'recordEvent':
-      // Events are for people; losing one must not stop the state machine.
-      await client
-        .recordEvent(revision, action.eventType, action.reason, action.message, ctx.clock.now())
-        .catch((err: unknown) => ctx.log.warn({ err, reason: action.reason }, 'could not record event'));
+    case 'setRevisionCondition': {
+      // Knative sorts conditions by type and keeps the ones it does not manage (issue 12). A
+      // failed write (a status Knative wrote in between: 409) makes the core decide again.
+      const { condition } = action;
+      ctx.background.latest(`${revision.namespace}/${revision.name}`, () =>
+        client.setRevisionCondition(revision.namespace, revision.name, condition).catch((err: unknown) => {
+          ctx.log.debug({ err, revision: `${revision.namespace}/${revision.name}` }, 'could not write the condition; deciding again');
+          ctx.retry();
+        }),
+      );
       return;
+    }
+    case 'recordEvent': {
+      // Events are for people; losing one must not stop the state machine.
+      const at = ctx.clock.now();
+      ctx.background.event(() =>
+        client
+          .recordEvent(revision, action.eventType, action.reason, action.message, at)
+          .catch((err: unknown) => ctx.log.warn({ err, reason: action.reason }, 'could not record event')),
+      );
+      return;
+    }
   }
 }
 
 function requireRun(ctx: ApplyContext): RunObject {
   if (!ctx.run) throw new Error(`no PrestartRun cached for ${ctx.revision.namespace}/${ctx.revision.name} yet`);
+  // A finished run is cached slim (views.ts) and final: a status written from it would lose what it left out.
+  if (isFinished(ctx.run))
+    throw new Error(`PrestartRun ${ctx.revision.namespace}/${ctx.revision.name} is finished; its status is not written again`);
   return ctx.run;
-}
-
-/** A cancel is a courtesy to the hook: the Revision is going away whether or not it arrives. */
-async function sendCancelBestEffort(ctx: ApplyContext, hook: HookSnapshot, attempt: number, reason: string): Promise<void> {
-  try {
-    const result = await ctx.sender.send(ctx.revision, hook, attempt, ctx.clock.now().toISOString(), 'cancel', reason);
-    if (result.type === 'undelivered')
-      ctx.log.warn({ hook: hook.name, err: result.reason }, 'could not tell the hook its request was cancelled');
-  } catch (err) {
-    ctx.log.warn({ err, hook: hook.name }, 'could not tell the hook its request was cancelled');
-  }
 }

@@ -1,16 +1,15 @@
-// Informer-backed caches of what the gate watches. Informers restart themselves after a watch
-// error, so a flaky apiserver delays the gate but never stops it.
-import {
-  CoreV1Api,
-  type Informer,
-  type KubeConfig,
-  type KubernetesObject,
-  makeInformer,
-  type ObjectCache,
-  type V1Namespace,
-} from '@kubernetes/client-node';
+// Informer-backed caches of what the gate watches. Informers restart themselves after an error,
+// so a flaky apiserver delays the gate but never stops it; each knows whether it has listed and
+// since when it fails, so the gate can refuse to answer from a cache it cannot trust.
+//
+// Every replica serves the webhooks and the reply sinks, which read PrestartHooks, Namespaces and
+// PrestartRuns: those informers run from the start. Revisions and Routes are read by the
+// controller alone, so only a replica that leads (or once led) lists them (lead()). The caches
+// hold trimmed views (gate/shell/views.ts), lists come in pages, and the Revisions are two
+// informers: the held ones (label-selected, what decide() reads) and a metadata-only stub of
+// every Revision, indexed by Configuration (gate/shell/revision-index.ts) for supersession.
+import { CoreV1Api, type KubeConfig, type KubernetesObject, setHeaderOptions, type V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorLine } from '../../api/kube-errors.ts';
 import {
   HOOKS,
   type HookObject,
@@ -23,69 +22,187 @@ import {
   type RunObject,
   watchPath,
 } from '../../api/resources.ts';
+import { HOLD_LABEL } from '../../api/types.ts';
+import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
 import type { KubeClient } from './kube-client.ts';
+import { RevisionIndex } from './revision-index.ts';
+import { heldRevisionView, METADATA_ONLY, METADATA_ONLY_LIST, revisionStub, routeView, runView } from './views.ts';
 
-export type Cache<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;
+export type { Cache, InformerHealth };
 
 export interface Caches {
+  /** Held Revisions (prestart.dev/hold=true) as decide() reads them; filled once lead() was called. */
   revisions: Cache<RevisionObject>;
+  /** Every Revision, as a stub (views.ts revisionStub); filled once lead() was called. */
+  revisionStubs: Cache<KubernetesObject>;
+  /** The stubs by Configuration, and which carry the gate's finalizer. */
+  revisionIndex: RevisionIndex;
+  /** Routes, their traffic targets only; filled once lead() was called. */
   routes: Cache<RouteObject>;
   hooks: Cache<HookObject>;
+  /** PrestartRuns; finished ones slim (views.ts runView). */
   runs: Cache<RunObject>;
   namespaces: Cache<V1Namespace>;
+  /**
+   * Each informer's state, for liveness and the webhooks' refusals: those the replica serves
+   * from, and the controller's once they have listed (a leader still listing is not unhealthy).
+   */
+  health(): InformerHealth[];
+  /** Resolves once every informer the webhooks and sinks read has listed successfully. */
+  synced(): Promise<void>;
+  /** Starts the controller's informers (once) and resolves once they have listed. */
+  lead(): Promise<void>;
   stop(): Promise<void>;
 }
 
-const RESTART_DELAY_MS = 2_000;
-
-function informerFor<T extends KubernetesObject>(kc: KubeConfig, client: KubeClient, r: Resource, log: Logger): Cache<T> {
-  const informer = makeInformer<T>(kc, watchPath(r), async () => {
-    const list = await client.list<T>(r);
-    return { apiVersion: 'v1', kind: 'List', items: list.items, metadata: list.metadata ?? {} };
-  });
-  restartOnError(informer, r.plural, log);
-  return informer;
+export interface CacheOptions {
+  namespaceSelector?: string;
+  watchTimeoutSeconds?: number;
+  /** Objects per list page; default LIST_PAGE_SIZE. */
+  pageSize?: number;
 }
 
-function restartOnError<T extends KubernetesObject>(informer: Informer<T>, what: string, log: Logger): void {
-  let stopped = false;
-  const originalStop = informer.stop.bind(informer);
-  informer.stop = async () => {
-    stopped = true;
-    await originalStop();
-  };
-  informer.on('error', (err?: unknown) => {
-    if (stopped) return;
-    log.warn({ err: errorLine(err), what }, 'watch failed; restarting');
-    setTimeout(() => {
-      if (!stopped) informer.start().catch((e: unknown) => log.warn({ err: errorLine(e), what }, 'restart failed'));
-    }, RESTART_DELAY_MS).unref();
-  });
+/**
+ * Objects per page when listing: one page of full objects is all a list holds unparsed at once
+ * (a 10,000-Revision list in one response is a 40 MB string, parsed next to the cache it replaces).
+ */
+export const LIST_PAGE_SIZE = 500;
+
+interface Listed<T> {
+  /** null in an empty PartialObjectMetadataList. */
+  items: T[] | null;
+  metadata?: { resourceVersion?: string; continue?: string };
 }
 
-export async function startCaches(kc: KubeConfig, client: KubeClient, log: Logger, namespaceSelector?: string): Promise<Caches> {
+export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, opts: CacheOptions = {}): Caches {
   const core = kc.makeApiClient(CoreV1Api);
-  const namespaces = makeInformer<V1Namespace>(
-    kc,
-    '/api/v1/namespaces',
-    () => core.listNamespace(namespaceSelector ? { labelSelector: namespaceSelector } : {}),
-    namespaceSelector,
-  );
-  restartOnError(namespaces, 'namespaces', log);
-  const caches: Caches = {
-    revisions: informerFor<RevisionObject>(kc, client, REVISIONS, log),
-    routes: informerFor<RouteObject>(kc, client, ROUTES, log),
-    hooks: informerFor<HookObject>(kc, client, HOOKS, log),
-    runs: informerFor<RunObject>(kc, client, RUNS, log),
-    namespaces,
+  const limit = opts.pageSize ?? LIST_PAGE_SIZE;
+  const custom = <T extends KubernetesObject>(
+    r: Resource,
+    name: string,
+    view: (obj: T) => T,
+    extra: { labelSelector?: string; accept?: string } = {},
+  ): TrackedInformer<T> => {
+    const headers = extra.accept
+      ? setHeaderOptions('Accept', extra.accept === METADATA_ONLY ? METADATA_ONLY_LIST : extra.accept)
+      : undefined;
+    const page = (cont: string | undefined) =>
+      client.custom.listClusterCustomObject(
+        { group: r.group, version: r.version, plural: r.plural, limit, _continue: cont, labelSelector: extra.labelSelector },
+        headers,
+      ) as Promise<Listed<T>>;
+    return trackedInformer<T>(kc, watchPath(r), () => pagedList(page, view), name, log, {
+      watchTimeoutSeconds: opts.watchTimeoutSeconds,
+      transform: view,
+      ...extra,
+    });
+  };
+  const selector = opts.namespaceSelector;
+  const serving = {
+    namespaces: trackedInformer<V1Namespace>(
+      kc,
+      '/api/v1/namespaces',
+      () =>
+        pagedList(
+          (cont) => core.listNamespace({ limit, _continue: cont, ...(selector ? { labelSelector: selector } : {}) }),
+          (ns) => ns,
+        ),
+      'namespaces',
+      log,
+      { watchTimeoutSeconds: opts.watchTimeoutSeconds, labelSelector: selector },
+    ),
+    hooks: custom<HookObject>(HOOKS, HOOKS.plural, (h) => h),
+    runs: custom<RunObject>(RUNS, RUNS.plural, runView),
+  };
+  const leading = {
+    routes: custom<RouteObject>(ROUTES, ROUTES.plural, routeView),
+    revisions: custom<RevisionObject>(REVISIONS, 'revisions (held)', heldRevisionView, { labelSelector: `${HOLD_LABEL}=true` }),
+    revisionStubs: custom<KubernetesObject>(REVISIONS, 'revisions (all, metadata)', revisionStub, { accept: METADATA_ONLY }),
+  };
+  const revisionIndex = new RevisionIndex();
+  // Registered before anyone else's handlers: the index is current when the controller hears of a change.
+  leading.revisionStubs.cache.on('add', (obj) => revisionIndex.set(obj));
+  leading.revisionStubs.cache.on('update', (obj) => revisionIndex.set(obj));
+  leading.revisionStubs.cache.on('delete', (obj) => revisionIndex.delete(obj));
+
+  const servingAll = Object.values(serving);
+  const leadingAll = Object.values(leading);
+  let leadingStarted: Promise<void> | undefined;
+  return {
+    revisions: leading.revisions.cache,
+    revisionStubs: leading.revisionStubs.cache,
+    revisionIndex,
+    routes: leading.routes.cache,
+    hooks: serving.hooks.cache,
+    runs: serving.runs.cache,
+    namespaces: serving.namespaces.cache,
+    health: () => [...servingAll, ...leadingAll.filter((i) => leadingStarted && i.health().listed)].map((i) => i.health()),
+    synced: async () => {
+      await Promise.all(servingAll.map((i) => i.listed));
+    },
+    lead() {
+      leadingStarted ??= (async () => {
+        for (const informer of leadingAll) startInformer(informer);
+        await Promise.all(leadingAll.map((i) => i.listed));
+      })();
+      return leadingStarted;
+    },
     async stop() {
-      await Promise.all([this.revisions, this.routes, this.hooks, this.runs, this.namespaces].map((i) => i.stop()));
+      await Promise.all([...servingAll, ...leadingAll].map((i) => i.cache.stop()));
     },
   };
-  return caches;
 }
 
-/** Starts every informer and resolves once each has listed (its cache is warm). */
+function startInformer(informer: TrackedInformer<KubernetesObject>): void {
+  // start() resolves after its first attempt, listed or not; a failure restarts it (informer.ts).
+  void informer.cache.start().catch(() => undefined);
+}
+
+/**
+ * Lists in pages of `limit` (continue tokens: one consistent snapshot), keeping only `view` of
+ * each object: a page of full objects is garbage as soon as the next one is asked for.
+ */
+export async function pagedList<T extends KubernetesObject>(
+  page: (cont: string | undefined) => Promise<Listed<T>>,
+  view: (obj: T) => T,
+): Promise<{ apiVersion: string; kind: string; items: T[]; metadata: { resourceVersion?: string } }> {
+  const items: T[] = [];
+  let cont: string | undefined;
+  let resourceVersion: string | undefined;
+  do {
+    const listed = await page(cont);
+    for (const obj of listed.items ?? []) items.push(view(obj));
+    resourceVersion = listed.metadata?.resourceVersion;
+    cont = listed.metadata?.continue || undefined;
+  } while (cont);
+  return { apiVersion: 'v1', kind: 'List', items, metadata: { resourceVersion } };
+}
+
+/**
+ * Starts every informer the webhooks and sinks read and resolves once each has listed
+ * successfully. A failed list (RBAC not yet granted, an apiserver restarting) is retried until it
+ * succeeds: until then the gate is not ready and answers nothing from these caches.
+ */
 export async function syncCaches(caches: Caches): Promise<void> {
-  await Promise.all([caches.namespaces, caches.hooks, caches.runs, caches.routes, caches.revisions].map((i) => i.start()));
+  for (const informer of [caches.namespaces, caches.hooks, caches.runs]) {
+    // start() resolves after its first attempt, listed or not; a failure restarts it (informer.ts).
+    void informer.start().catch(() => undefined);
+  }
+  await caches.synced();
+}
+
+/**
+ * Why the caches cannot be trusted right now, one line per informer: not listed yet, or failing
+ * for at least `afterMs`. Empty when all is well.
+ */
+export function cacheProblems(health: readonly InformerHealth[], now: number, afterMs: number): string[] {
+  const problems: string[] = [];
+  for (const h of health) {
+    const why = h.lastError ? `: ${h.lastError}` : '';
+    if (!h.listed) problems.push(`${h.name}: not listed yet${why}`);
+    else if (h.failingSince !== undefined && now - h.failingSince >= afterMs) {
+      problems.push(`${h.name}: watch failing for ${Math.round((now - h.failingSince) / 1000)} s${why}`);
+    }
+  }
+  return problems;
 }

@@ -1,14 +1,32 @@
 // The imperative shell around the core: observe one Revision from the caches, ask `decide` what
 // to do, apply the actions in the order given, and requeue. Nothing here makes a decision.
+//
+// What it looks at: the held Revisions (the Revisions cache holds only those), and an unheld one
+// only when something may be left to do for it, read live then: a run not finished (decide rule
+// 4 finishes a release interrupted between the label and the status write; the observer counts a
+// hold someone else lifted), the gate's finalizer still on it (rules 1 and 2), or a last
+// reconcile that failed part-way. Siblings and held Revisions come from indexes, never a scan.
 import type { Logger } from 'pino';
 import { errorLine, isConflict } from '../../api/kube-errors.ts';
-import { configurationGeneration, keyOf, splitKey, toHook, toRevisionView, toRunView } from '../../api/resources.ts';
+import {
+  configurationGeneration,
+  keyOf,
+  type RevisionObject,
+  type RunObject,
+  splitKey,
+  toHook,
+  toRevisionView,
+  toRunView,
+} from '../../api/resources.ts';
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
-import { decide } from '../core/index.ts';
+import { decideRevision } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
 import { type ApplyDeps, applyActions } from './apply.ts';
+import { BackgroundWrites } from './background.ts';
 import type { Caches } from './caches.ts';
 import type { Metrics } from './metrics.ts';
+import { HookSends, type SendLimits } from './sender.ts';
+import { CONFIGURATION_LABEL, isFinished } from './views.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerOptions {
@@ -20,68 +38,131 @@ export interface ControllerOptions {
   workers: number;
   /** How often every Revision in the cache is reconciled again, events or not (GateConfig.resyncSeconds); 0: never. */
   resyncMs: number;
+  /** Sends in flight per hook and in all (gate/shell/sender.ts); default DEFAULT_SEND_LIMITS. */
+  sendLimits?: SendLimits;
 }
 
+/** How soon a held Revision whose namespace the cache does not know yet is looked at again. */
+const NAMESPACE_UNKNOWN_RETRY_MS = 30_000;
+/** How long the bookkeeping after a release waits behind the releases themselves. */
+const BOOKKEEPING_DELAY_MS = 1_000;
+
+type Keyed = { metadata?: { namespace?: string; name?: string } };
+
+/**
+ * One per gate process: its informer handlers are registered once, and each term of leadership
+ * runs a queue and workers of its own (start/stop), so leadership flaps leave nothing behind.
+ */
 export class Controller {
-  readonly queue = new WorkQueue();
-  private running: Promise<void>[] = [];
+  /** The current term's queue; undefined while not leading (events are then ignored). */
+  private queue: WorkQueue | undefined;
+  /** The workers of the current (or last) term; a new term waits for the last one's. */
+  private workers: Promise<void> = Promise.resolve();
   private resync: NodeJS.Timeout | undefined;
+  /** Ends the wait of a term that stops before the controller's caches have listed. */
+  private endTerm: () => void = () => undefined;
+  /** When the current term began: Observed.leaderSince. */
+  private leaderSince: Date | undefined;
+  /** Keys whose last reconcile failed: the next one reads the Revision live if it is no longer held. */
+  private readonly failed = new Set<string>();
+  /** Sends off the workers, at most a few per hook at once. */
+  readonly sends: HookSends;
+  /** Events and conditions, off the workers. */
+  readonly background = new BackgroundWrites();
 
   constructor(private readonly opts: ControllerOptions) {
-    const { caches } = opts;
-    const enqueue = (obj: { metadata?: { namespace?: string; name?: string } }) => this.queue.add(keyOf(obj));
-    caches.revisions.on('add', (rev) => {
-      enqueue(rev);
-      this.enqueueConfigurationSiblings(rev.metadata?.namespace, rev.metadata?.labels?.['serving.knative.dev/configuration']);
-    });
+    const { caches, apply, log } = opts;
+    this.sends = new HookSends({ sender: apply.sender, intake: apply.intake, log, limits: opts.sendLimits });
+    const enqueue = (obj: Keyed) => this.queue?.add(keyOf(obj));
+    caches.revisions.on('add', enqueue);
     caches.revisions.on('update', enqueue);
-    caches.revisions.on('delete', enqueue);
+    // A Revision leaves the held cache when its hold comes off: what is left (the run's Released
+    // status, the event, decide rule 4) is bookkeeping, done a moment later so that releases
+    // arriving together are not queued behind each other's (gate/shell/apply.ts).
+    caches.revisions.on('delete', (rev) => this.queue?.addAfter(keyOf(rev), BOOKKEEPING_DELAY_MS));
+    // A new Revision may supersede held ones of its Configuration; an unheld one carrying the
+    // gate's finalizer (its hold lifted by hand) needs it removed when it is deleted.
+    caches.revisionStubs.on('add', (stub) => {
+      this.enqueueHeldSiblings(stub.metadata?.namespace, stub.metadata?.labels?.[CONFIGURATION_LABEL]);
+      this.enqueueUnheldWithFinalizer(stub);
+    });
+    caches.revisionStubs.on('update', (stub) => this.enqueueUnheldWithFinalizer(stub));
     // A run is named after its Revision: a reply written by any replica wakes the leader, and a
     // deleted run (`kubectl delete prestartrun`, which the hold reason suggests) starts over.
-    caches.runs.on('update', enqueue);
-    caches.runs.on('add', enqueue);
-    caches.runs.on('delete', enqueue);
+    for (const verb of ['add', 'update', 'delete'] as const) caches.runs.on(verb, enqueue);
     caches.routes.on('update', (route) => this.enqueueHeldIn(route.metadata?.namespace));
     caches.routes.on('add', (route) => this.enqueueHeldIn(route.metadata?.namespace));
+    // Revisions held in a namespace the cache learns of only now (created together with it, or
+    // while the namespaces watch was down) waited for this.
+    caches.namespaces.on('add', (ns) => this.enqueueHeldIn(ns.metadata?.name));
   }
 
-  /** Runs workers until stop(); call only while leading. */
+  /**
+   * Starts a term: workers run until stop(). Call only while leading. The first term of a process
+   * lists the Revisions and Routes first (caches.lead()); only a leader keeps them.
+   */
   start(): void {
-    this.enqueueAll();
-    // Like the resync of Knative's controllers: an event the informers never delivered, or one
-    // whose reconcile gave up, cannot strand a held Revision for longer than one period.
-    if (this.opts.resyncMs > 0) {
-      this.resync = setInterval(() => this.enqueueAll(), this.opts.resyncMs);
-      this.resync.unref();
-    }
-    for (let i = 0; i < this.opts.workers; i++) this.running.push(this.work());
+    if (this.queue) return;
+    const queue = new WorkQueue();
+    this.queue = queue;
+    this.opts.metrics.startTerm(queue);
+    // A deadline that came before this term began came while no leader acted (decide rule 11b).
+    this.leaderSince = this.opts.apply.clock.now();
+    const ended = new Promise<void>((resolve) => {
+      this.endTerm = resolve;
+    });
+    // The last term's workers finish their current key first: no key is ever reconciled twice at once.
+    this.workers = this.workers.then(async () => {
+      await Promise.race([this.opts.caches.lead(), ended]);
+      if (this.queue !== queue) return;
+      this.enqueueAll();
+      // Like the resync of Knative's controllers: an event the informers never delivered, or one
+      // whose reconcile gave up, cannot strand a held Revision for longer than one period.
+      if (this.opts.resyncMs > 0) {
+        this.resync = setInterval(() => this.enqueueAll(), this.opts.resyncMs);
+        this.resync.unref();
+      }
+      await Promise.all(Array.from({ length: this.opts.workers }, () => this.work(queue)));
+    });
   }
 
+  /** True during a term (between start and stop): the controller acts. */
+  get active(): boolean {
+    return this.queue !== undefined;
+  }
+
+  /** Ends the term; resolves when its workers have finished their current keys. What waits to be sent is dropped. */
   async stop(): Promise<void> {
     clearInterval(this.resync);
-    this.queue.shutdown();
-    await Promise.all(this.running);
+    this.queue?.shutdown();
+    this.queue = undefined;
+    this.endTerm();
+    this.sends.clear();
+    this.background.clear();
+    await this.workers;
   }
 
-  private async work(): Promise<void> {
+  private async work(queue: WorkQueue): Promise<void> {
     for (;;) {
-      const key = await this.queue.get();
+      const key = await queue.get();
       if (key === undefined) return;
       const t0 = performance.now();
       try {
         const requeueAfterMs = await this.reconcile(key);
-        this.queue.forget(key);
-        if (requeueAfterMs !== undefined) this.queue.addAfter(key, requeueAfterMs);
+        queue.forget(key);
+        this.failed.delete(key);
+        if (requeueAfterMs !== undefined) queue.addAfter(key, requeueAfterMs);
         this.opts.metrics.reconciles.inc({ result: 'ok' });
       } catch (err) {
         // A conflict only means someone wrote first (a reply, another replica): decide again.
         const level = isConflict(err) ? 'debug' : 'warn';
         this.opts.log[level]({ err: errorLine(err), key }, 'reconcile failed; retrying with backoff');
         this.opts.metrics.reconciles.inc({ result: 'error' });
-        this.queue.addRateLimited(key);
+        this.failed.add(key);
+        queue.addRateLimited(key);
       } finally {
         this.opts.metrics.reconcileSeconds.observe((performance.now() - t0) / 1000);
-        this.queue.done(key);
+        queue.done(key);
       }
     }
   }
@@ -90,19 +171,28 @@ export class Controller {
   async reconcile(key: string): Promise<number | undefined> {
     const { namespace, name } = splitKey(key);
     const { caches } = this.opts;
-    const revObj = caches.revisions.get(name, namespace);
-    if (!revObj || !caches.namespaces.get(namespace)) return undefined;
-    const revision = toRevisionView(revObj);
     const runObj = caches.runs.get(name, namespace);
+    const revObj = caches.revisions.get(name, namespace) ?? (await this.unheldToLookAt(key, runObj));
+    if (!revObj) return undefined;
+    if (!caches.namespaces.get(namespace)) {
+      // Not (yet) a namespace of this gate's: a held Revision there may be ours, stamped before the
+      // namespace reached the cache. The namespace's add event wakes it; this is the safety net.
+      return revObj.metadata?.labels?.[HOLD_LABEL] === 'true' ? NAMESPACE_UNKNOWN_RETRY_MS : undefined;
+    }
+    const revision = toRevisionView(revObj);
+    const supersededBy = this.newerSibling(revObj);
     const observed: Observed = {
       revision,
       hooks: this.hooksByName(),
       run: runObj ? toRunView(runObj) : undefined,
-      supersededBy: this.newerSibling(revObj),
-      namedByTraffic: this.namedByTraffic(namespace, name),
+      supersededBy,
+      namedByTraffic: supersededBy !== undefined && this.namedByTraffic(namespace, name),
       now: this.opts.apply.clock.now(),
+      leaderSince: this.leaderSince,
     };
-    const decision = decide(observed);
+    // decide(), then the gate's condition on the Revision for kn's view (issue 12).
+    const decision = decideRevision(observed);
+    this.opts.metrics.observer.reconciled(observed, decision);
     if (decision.actions.length > 0) {
       this.opts.log.debug({ key, actions: decision.actions.map((a) => a.type) }, 'applying');
       await applyActions(decision.actions, {
@@ -111,48 +201,69 @@ export class Controller {
         revisionResourceVersion: revObj.metadata?.resourceVersion,
         run: runObj,
         log: this.opts.log,
+        sends: this.sends,
+        background: this.background,
+        retry: () => this.queue?.addRateLimited(key),
       });
     }
     return decision.requeueAfterMs;
+  }
+
+  /**
+   * A Revision not in the held cache, read live when something may be left to do for it (see the
+   * top of this file); undefined when nothing is (most Revisions: released long ago, or never held).
+   */
+  private async unheldToLookAt(key: string, runObj: RunObject | undefined): Promise<RevisionObject | undefined> {
+    const { namespace, name } = splitKey(key);
+    const look =
+      (runObj !== undefined && !isFinished(runObj)) || this.opts.caches.revisionIndex.hasFinalizer(namespace, name) || this.failed.has(key);
+    if (!look) return undefined;
+    return this.opts.apply.client.getRevision(namespace, name);
   }
 
   private hooksByName(): Map<string, PrestartHook> {
     return new Map(this.opts.caches.hooks.list().map((h) => [h.metadata?.name ?? '', toHook(h)]));
   }
 
-  private newerSibling(rev: { metadata?: { namespace?: string; labels?: Record<string, string> } }): string | undefined {
-    const config = rev.metadata?.labels?.['serving.knative.dev/configuration'];
-    if (!config) return undefined;
-    const mine = configurationGeneration(rev);
-    let newest: { name: string; gen: number } | undefined;
-    for (const other of this.opts.caches.revisions.list(rev.metadata?.namespace)) {
-      if (other.metadata?.labels?.['serving.knative.dev/configuration'] !== config) continue;
-      const gen = configurationGeneration(other);
-      if (gen > mine && (!newest || gen > newest.gen)) newest = { name: other.metadata?.name ?? '', gen };
-    }
-    return newest?.name;
+  private newerSibling(rev: RevisionObject): string | undefined {
+    const configuration = rev.metadata?.labels?.[CONFIGURATION_LABEL];
+    if (!configuration) return undefined;
+    return this.opts.caches.revisionIndex.newer(rev.metadata?.namespace ?? '', configuration, configurationGeneration(rev))?.name;
   }
 
   private namedByTraffic(namespace: string, name: string): boolean {
     return this.opts.caches.routes.list(namespace).some((route) => (route.spec?.traffic ?? []).some((t) => t.revisionName === name));
   }
 
+  /** Every held Revision, every unfinished run's Revision, every Revision with the gate's finalizer. */
   private enqueueAll(): void {
-    for (const rev of this.opts.caches.revisions.list()) this.queue.add(keyOf(rev));
+    const queue = this.queue;
+    if (!queue) return;
+    const { caches } = this.opts;
+    for (const rev of caches.revisions.list()) queue.add(keyOf(rev));
+    for (const run of caches.runs.list()) if (!isFinished(run)) queue.add(keyOf(run));
+    for (const key of caches.revisionIndex.withFinalizer()) queue.add(key);
   }
 
   private enqueueHeldIn(namespace: string | undefined): void {
-    for (const rev of this.opts.caches.revisions.list(namespace)) {
-      if (rev.metadata?.labels?.[HOLD_LABEL] === 'true') this.queue.add(keyOf(rev));
+    const queue = this.queue;
+    if (!queue || !namespace) return;
+    // The Revisions cache holds the held ones only.
+    for (const rev of this.opts.caches.revisions.list(namespace)) queue.add(keyOf(rev));
+  }
+
+  private enqueueHeldSiblings(namespace: string | undefined, configuration: string | undefined): void {
+    const queue = this.queue;
+    if (!queue || !namespace || !configuration) return;
+    const { caches } = this.opts;
+    for (const name of caches.revisionIndex.siblings(namespace, configuration)) {
+      if (caches.revisions.get(name, namespace)) queue.add(`${namespace}/${name}`);
     }
   }
 
-  private enqueueConfigurationSiblings(namespace: string | undefined, config: string | undefined): void {
-    if (!config) return;
-    for (const rev of this.opts.caches.revisions.list(namespace)) {
-      if (rev.metadata?.labels?.['serving.knative.dev/configuration'] === config && rev.metadata?.labels?.[HOLD_LABEL] === 'true') {
-        this.queue.add(keyOf(rev));
-      }
-    }
+  private enqueueUnheldWithFinalizer(stub: Keyed & { metadata?: { finalizers?: string[] } }): void {
+    const md = stub.metadata;
+    if (!this.queue || !md?.finalizers?.length || this.opts.caches.revisions.get(md.name ?? '', md.namespace)) return;
+    this.queue.add(keyOf(stub));
   }
 }

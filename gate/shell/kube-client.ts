@@ -1,10 +1,28 @@
 // The gate's writes to Kubernetes. Every write is either idempotent (merge patches that set a
 // final value) or guarded by resourceVersion (optimistic concurrency), so a crash or a second
 // replica at any point cannot apply an effect twice or on top of a state it did not see.
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { RequestOptions } from 'node:https';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  type RequestContext,
+  setHeaderOptions,
+  type V1Namespace,
+} from '@kubernetes/client-node';
 import { isNotFound } from '../../api/kube-errors.ts';
 import { FIELD_MANAGER, REVISIONS, type Resource, type RevisionObject, RUNS, type RunObject } from '../../api/resources.ts';
-import type { PrestartRunSpec, PrestartRunStatus, RevisionView } from '../../api/types.ts';
+import {
+  type Condition,
+  EVENT_REASON_LABEL,
+  type PrestartRunSpec,
+  type PrestartRunStatus,
+  type RevisionView,
+  RUN_IDS_ANNOTATION,
+  RUN_IDS_V2,
+} from '../../api/types.ts';
+import { ConnectionPool } from './connections.ts';
 
 export class KubeClient {
   readonly custom: CustomObjectsApi;
@@ -22,6 +40,15 @@ export class KubeClient {
   async getRun(namespace: string, name: string): Promise<RunObject | undefined> {
     try {
       return (await this.custom.getNamespacedCustomObject({ ...gvp(RUNS), namespace, name })) as RunObject;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async getNamespace(name: string): Promise<V1Namespace | undefined> {
+    try {
+      return await this.core.readNamespace({ name });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -46,6 +73,7 @@ export class KubeClient {
         name: revision.name,
         namespace: revision.namespace,
         labels: { 'serving.knative.dev/revision': revision.name },
+        annotations: { [RUN_IDS_ANNOTATION]: RUN_IDS_V2 },
         ownerReferences: [{ apiVersion: 'serving.knative.dev/v1', kind: 'Revision', name: revision.name, uid: revision.uid }],
       },
       spec,
@@ -79,11 +107,36 @@ export class KubeClient {
     );
   }
 
+  /**
+   * Sets one condition type on the Revision's status and keeps every other one (Knative's): a live
+   * read, then a merge patch of status.conditions conditional on that read's resourceVersion, so a
+   * status Knative wrote in between is never overwritten (409: the caller decides again).
+   */
+  async setRevisionCondition(namespace: string, name: string, condition: Condition): Promise<void> {
+    const live = await this.getRevision(namespace, name);
+    if (!live) return;
+    // The cache may lag behind the gate's own last write: nothing to do when the live object shows it.
+    const current = live.status?.conditions?.find((c) => c.type === condition.type);
+    if (current && (['status', 'reason', 'message', 'severity'] as const).every((k) => (current[k] ?? '') === (condition[k] ?? ''))) return;
+    const others = (live.status?.conditions ?? []).filter((c) => c.type !== condition.type);
+    const conditions = [...others, condition].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+    await this.custom.patchNamespacedCustomObjectStatus(
+      {
+        ...gvp(REVISIONS),
+        namespace,
+        name,
+        body: { metadata: { resourceVersion: live.metadata?.resourceVersion }, status: { conditions } },
+        fieldManager: FIELD_MANAGER,
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
   async recordEvent(revision: RevisionView, eventType: 'Normal' | 'Warning', reason: string, message: string, now: Date): Promise<void> {
     await this.core.createNamespacedEvent({
       namespace: revision.namespace,
       body: {
-        metadata: { generateName: `${revision.name}.`, namespace: revision.namespace },
+        metadata: { generateName: `${revision.name}.`, namespace: revision.namespace, labels: { [EVENT_REASON_LABEL]: reason } },
         involvedObject: {
           apiVersion: 'serving.knative.dev/v1',
           kind: 'Revision',
@@ -105,4 +158,37 @@ export class KubeClient {
 
 function gvp(r: Resource): { group: string; version: string; plural: string } {
   return { group: r.group, version: r.version, plural: r.plural };
+}
+
+/**
+ * A copy of `kc` whose every API request gives up after `timeoutMs` (client-node sets no timeout:
+ * a half-open connection would hang a status write, or a lease renewal, forever), and whose
+ * watches give up when the apiserver has not answered within `timeoutMs`. Every API client made
+ * from it (makeApiClient) inherits both.
+ */
+export function withRequestTimeout(kc: KubeConfig, timeoutMs: number): KubeConfig {
+  const timed = new TimedKubeConfig(Math.max(1, Math.round(timeoutMs)));
+  timed.loadFromOptions({ clusters: kc.clusters, contexts: kc.contexts, users: kc.users, currentContext: kc.currentContext });
+  return timed;
+}
+
+class TimedKubeConfig extends KubeConfig {
+  /** Kept connections (client-node would open one per request: gate/shell/connections.ts). */
+  private readonly connections = new ConnectionPool();
+
+  constructor(private readonly timeoutMs: number) {
+    super();
+  }
+
+  /** Every generated API client calls this before each request; a caller's own signal wins. */
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    this.connections.reuse(context);
+    if (context.getSignal() === undefined) context.setSignal(AbortSignal.timeout(this.timeoutMs));
+  }
+
+  /** Watches: node-fetch's `timeout` bounds the wait for the response head (the stream itself is guarded in informer.ts). */
+  override async applyToFetchOptions(opts: RequestOptions): ReturnType<KubeConfig['applyToFetchOptions']> {
+    return { ...(await super.applyToFetchOptions(opts)), timeout: this.timeoutMs };
+  }
 }

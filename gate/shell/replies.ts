@@ -11,7 +11,6 @@ import { applyReply } from '../core/index.ts';
 import type { Clock } from './clock.ts';
 import { crashPoint } from './crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
-import type { Metrics } from './metrics.ts';
 
 export type { ReplyDisposition };
 
@@ -23,7 +22,6 @@ export class ReplyRecorder {
     /** The informer's copy, tried first to save a round trip; a stale one only costs a 409 and a re-read. */
     private readonly cachedRun: (namespace: string, name: string) => RunObject | undefined,
     private readonly log: Logger,
-    private readonly metrics: Metrics,
     private readonly clock: Clock,
   ) {}
 
@@ -51,7 +49,6 @@ export class ReplyRecorder {
   }
 
   private count(d: ReplyDisposition, reply: Reply): ReplyDisposition {
-    this.metrics.replies.inc({ result: d.type, outcome: reply.outcome });
     const fields = { hook: reply.hook, revision: `${reply.namespace}/${reply.revision}`, attempt: reply.attempt, event: reply.eventKey };
     if (d.type === 'rejected') this.log.warn({ ...fields, reason: d.reason }, 'reply rejected');
     else this.log.info({ ...fields, outcome: reply.outcome, result: d.type }, 'reply recorded');

@@ -9,6 +9,7 @@ import { TransportError } from '../../emitter/transport.ts';
 import type { Message } from '../../schemas/event.ts';
 import { buildRequested, type KeyRing } from '../../schemas/index.ts';
 import type { Metrics } from './metrics.ts';
+import type { Tracing } from './tracing.ts';
 
 export interface RequestSenderOptions {
   transports: Transports;
@@ -19,6 +20,8 @@ export interface RequestSenderOptions {
   replyTo?: string;
   log: Logger;
   metrics: Metrics;
+  /** Makes each request's traceparent from its attempt's span. */
+  tracing?: Tracing;
 }
 
 export type SendResult =
@@ -32,8 +35,10 @@ export type SendResult =
 export class RequestSender {
   constructor(private readonly opts: RequestSenderOptions) {}
 
+  /** `runUID`: the PrestartRun the request belongs to (see buildRequested). */
   async send(
     revision: RevisionView,
+    runUID: string | undefined,
     hook: HookSnapshot,
     attempt: number,
     deadline: string,
@@ -41,7 +46,8 @@ export class RequestSender {
     reason?: string,
   ): Promise<SendResult> {
     const { keys, source, replyTo, transports, log, metrics } = this.opts;
-    const event = buildRequested({ revision, hook, attempt, deadline, action, reason, replyTo, source, keys });
+    const traceparent = this.opts.tracing?.traceparent(runUID ?? revision.uid, hook.name, attempt);
+    const event = buildRequested({ revision, runUID, hook, attempt, deadline, action, reason, replyTo, source, keys, traceparent });
     const transport = transports.forDelivery(hook.delivery);
     try {
       const outcome = await transport.send(event, hook.delivery, hook.name);

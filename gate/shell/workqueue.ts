@@ -5,6 +5,14 @@
 const BASE_DELAY_MS = 5;
 const MAX_DELAY_MS = 1_000_000;
 
+/** What the queue reports, like knative/pkg's workqueue metrics (gate/shell/metrics.ts). */
+export interface QueueInstruments {
+  added(): void;
+  /** How long a key waited between being queued and a worker taking it. */
+  waited(ms: number): void;
+  retried(): void;
+}
+
 export class WorkQueue {
   private readonly queue: string[] = [];
   private readonly dirty = new Set<string>();
@@ -13,12 +21,15 @@ export class WorkQueue {
   private readonly failures = new Map<string, number>();
   private waiters: Array<() => void> = [];
   private stopped = false;
+  private readonly queuedAt = new Map<string, number>();
+  instruments: QueueInstruments | undefined;
 
   add(key: string): void {
     if (this.stopped || this.dirty.has(key)) return;
     this.dirty.add(key);
+    this.instruments?.added();
     if (!this.processing.has(key)) {
-      this.queue.push(key);
+      this.push(key);
       this.wake();
     }
   }
@@ -46,6 +57,7 @@ export class WorkQueue {
   addRateLimited(key: string): void {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
+    this.instruments?.retried();
     this.addAfter(key, Math.min(BASE_DELAY_MS * 2 ** n, MAX_DELAY_MS));
   }
 
@@ -60,6 +72,8 @@ export class WorkQueue {
     }
     if (this.stopped) return undefined;
     const key = this.queue.shift() as string;
+    this.instruments?.waited(performance.now() - (this.queuedAt.get(key) ?? performance.now()));
+    this.queuedAt.delete(key);
     this.dirty.delete(key);
     this.processing.add(key);
     return key;
@@ -68,9 +82,14 @@ export class WorkQueue {
   done(key: string): void {
     this.processing.delete(key);
     if (this.dirty.has(key)) {
-      this.queue.push(key);
+      this.push(key);
       this.wake();
     }
+  }
+
+  private push(key: string): void {
+    this.queue.push(key);
+    this.queuedAt.set(key, performance.now());
   }
 
   get length(): number {

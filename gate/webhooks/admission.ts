@@ -1,12 +1,17 @@
 // The gate's two mutating admission webhooks. Both are side-effect free (safe under dry-run)
-// and answer from the informer caches, so they stay within a few milliseconds.
+// and answer from the informer caches, so they stay within a few milliseconds; what a cache
+// cannot tell (a namespace it has not seen, a run it does not hold) is read from the apiserver.
+// When neither can answer, the request is refused with a message that says to retry: a Revision
+// is never admitted without the hold it should have.
 //   /webhooks/revisions: stamps a new Revision with the hold label and the snapshot of its hooks.
-//   /webhooks/pods: projects hook contributions into the pods of a released Revision.
+//   /webhooks/deployments: projects hook contributions into the pod template of a released
+//     Revision's Deployment, so its pods start with them without asking the gate.
+//   /webhooks/pods: the same for a pod whose template does not carry them (an older Deployment).
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { type RevisionObject, type RunObject, toRevisionView } from '../../api/resources.ts';
-import type { PrestartHook } from '../../api/types.ts';
-import { contributionsOf, type JsonPatchOp, podPatch, stampRevision } from '../core/index.ts';
+import { INJECTED_ANNOTATION, type PrestartHook } from '../../api/types.ts';
+import { contributionsOf, type JsonPatchOp, podPatch, pointer, stampRevision } from '../core/index.ts';
 import type { Metrics } from '../shell/metrics.ts';
 
 interface AdmissionRequest {
@@ -21,15 +26,29 @@ interface AdmissionRequest {
 interface AdmissionResponse {
   uid: string;
   allowed: boolean;
-  status?: { code: number; message: string };
+  status?: { code: number; message: string; reason?: string };
   patchType?: 'JSONPatch';
   patch?: string;
   warnings?: string[];
 }
 
+/**
+ * Thrown by a source that cannot answer now (a cache not synced, the apiserver unreachable): the
+ * request is refused as unavailable, and the caller (Knative's controller, kubectl) retries.
+ */
+export class RetryLater extends Error {
+  override readonly name = 'RetryLater';
+}
+
 /** What the handlers read; the gate passes its informer caches, tests may pass plain maps. */
 export interface AdmissionSources {
+  /** Every PrestartHook; throws RetryLater while they are not known. */
   hooks(): Iterable<PrestartHook>;
+  /**
+   * The labels of a namespace this gate holds Revisions in, or undefined for a namespace outside
+   * its scope (one that exists and does not match --namespace-selector). Throws RetryLater when it
+   * cannot tell.
+   */
   namespaceLabels(namespace: string): Promise<Record<string, string> | undefined>;
   run(namespace: string, name: string): Promise<RunObject | undefined>;
 }
@@ -49,6 +68,10 @@ export function admissionRouter(sources: AdmissionSources, log: Logger, metrics:
     '/webhooks/pods',
     review('pods', metrics, log, (req) => admitPod(req, sources, bindingRoot)),
   );
+  router.post(
+    '/webhooks/deployments',
+    review('deployments', metrics, log, (req) => admitDeployment(req, sources, bindingRoot)),
+  );
   return router;
 }
 
@@ -56,6 +79,7 @@ type Admit = (req: AdmissionRequest) => Promise<Omit<AdmissionResponse, 'uid'>>;
 
 function review(name: string, metrics: Metrics, log: Logger, admit: Admit) {
   return async (httpReq: Request, res: Response) => {
+    const timer = metrics.admissionSeconds.startTimer({ webhook: name });
     const body = httpReq.body as { apiVersion?: string; kind?: string; request?: AdmissionRequest } | undefined;
     const request = body?.request;
     if (body?.kind !== 'AdmissionReview' || !request?.uid) {
@@ -68,11 +92,21 @@ function review(name: string, metrics: Metrics, log: Logger, admit: Admit) {
       response = { uid: request.uid, ...(await admit(request)) };
     } catch (err) {
       // Answer with a denial that says why; the webhook's failurePolicy decides nothing here.
-      log.error({ err, webhook: name }, 'admission failed');
-      response = { uid: request.uid, allowed: false, status: { code: 500, message: `knative-prestart: ${String(err)}` } };
+      if (err instanceof RetryLater) {
+        log.warn({ reason: err.message, webhook: name }, 'admission refused until the gate can decide');
+        response = {
+          uid: request.uid,
+          allowed: false,
+          status: { code: 503, reason: 'ServiceUnavailable', message: `knative-prestart: ${err.message}; nothing was created, retry` },
+        };
+      } else {
+        log.error({ err, webhook: name }, 'admission failed');
+        response = { uid: request.uid, allowed: false, status: { code: 500, message: `knative-prestart: ${String(err)}` } };
+      }
     }
     metrics.admissions.inc({ webhook: name, result: response.allowed ? (response.patch ? 'patched' : 'allowed') : 'denied' });
     res.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
+    timer();
   };
 }
 
@@ -85,11 +119,12 @@ async function admitRevision(req: AdmissionRequest, sources: AdmissionSources): 
   if (req.operation !== 'CREATE' || !req.object) return { allowed: true };
   const obj = req.object as RevisionObject;
   const namespace = req.namespace ?? obj.metadata?.namespace ?? '';
+  const hooks = sources.hooks();
   const nsLabels = await sources.namespaceLabels(namespace);
-  // A namespace outside this gate's scope: its Revisions are not ours to hold.
+  // A namespace that exists outside this gate's scope: its Revisions are not ours to hold.
   if (nsLabels === undefined) return { allowed: true };
   const revision = toRevisionView({ ...obj, metadata: { ...obj.metadata, namespace } });
-  const { patch } = stampRevision(revision, nsLabels, sources.hooks());
+  const { patch } = stampRevision(revision, nsLabels, hooks);
   return patchResponse(patch);
 }
 
@@ -99,16 +134,68 @@ async function admitPod(req: AdmissionRequest, sources: AdmissionSources, bindin
   const revisionName = pod.metadata?.labels?.['serving.knative.dev/revision'];
   const namespace = req.namespace ?? '';
   if (!revisionName) return { allowed: true };
+  const { run, denial } = await runWithBindings(sources, namespace, revisionName, 'pod');
+  if (!run) return denial;
+  return patchResponse(podPatch(pod, contributionsOf(run.status), bindingRoot));
+}
+
+type DeploymentLike = {
+  metadata?: { labels?: Record<string, string> };
+  spec?: { template?: { metadata?: { annotations?: Record<string, string> }; spec?: PodSpecLike['spec'] } };
+};
+
+/**
+ * Knative creates a released Revision's Deployment (or replaces its pod spec): the bindings go
+ * into the pod template, marked with the run's uid, and Knative keeps that template, since it
+ * compares its deployment-hash label rather than the spec. Every pod of it then has them.
+ */
+async function admitDeployment(
+  req: AdmissionRequest,
+  sources: AdmissionSources,
+  bindingRoot: string,
+): Promise<Omit<AdmissionResponse, 'uid'>> {
+  if ((req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !req.object) return { allowed: true };
+  const deployment = req.object as DeploymentLike;
+  const revisionName = deployment.metadata?.labels?.['serving.knative.dev/revision'];
+  const template = deployment.spec?.template;
+  if (!revisionName || !template?.spec) return { allowed: true };
+  const { run, denial } = await runWithBindings(sources, req.namespace ?? '', revisionName, 'Deployment');
+  if (!run) return denial;
+  // The pod patch, moved from the pod's root to the template's.
+  const patch = podPatch({ spec: template.spec }, contributionsOf(run.status), bindingRoot).map((op) => ({
+    ...op,
+    path: `/spec/template${op.path}`,
+  }));
+  const marker = run.metadata?.uid ?? 'unknown';
+  if (template.metadata?.annotations === undefined || Object.keys(template.metadata.annotations).length === 0) {
+    patch.push({
+      op: 'add',
+      path: template.metadata ? '/spec/template/metadata/annotations' : '/spec/template/metadata',
+      value: template.metadata ? { [INJECTED_ANNOTATION]: marker } : { annotations: { [INJECTED_ANNOTATION]: marker } },
+    });
+  } else if (template.metadata.annotations[INJECTED_ANNOTATION] !== marker) {
+    patch.push({ op: 'add', path: pointer('spec', 'template', 'metadata', 'annotations', INJECTED_ANNOTATION), value: marker });
+  }
+  return patchResponse(patch);
+}
+
+/** The run holding a released Revision's bindings, or the denial to answer without it (fail closed). */
+async function runWithBindings(
+  sources: AdmissionSources,
+  namespace: string,
+  revisionName: string,
+  what: 'pod' | 'Deployment',
+): Promise<{ run: RunObject; denial?: undefined } | { run?: undefined; denial: Omit<AdmissionResponse, 'uid'> }> {
   const run = await sources.run(namespace, revisionName);
-  if (!run) {
-    // Fail closed: a pod of a Revision whose hooks contributed bindings must not start without them.
-    return {
+  if (run) return { run };
+  // A pod of a Revision whose hooks contributed bindings must not start without them.
+  return {
+    denial: {
       allowed: false,
       status: {
         code: 403,
-        message: `knative-prestart: no PrestartRun ${namespace}/${revisionName} holds the bindings for this pod; see kubectl get prestartrun ${revisionName} -n ${namespace}`,
+        message: `knative-prestart: no PrestartRun ${namespace}/${revisionName} holds the bindings for this ${what}; see kubectl get prestartrun ${revisionName} -n ${namespace}`,
       },
-    };
-  }
-  return patchResponse(podPatch(pod, contributionsOf(run.status), bindingRoot));
+    },
+  };
 }

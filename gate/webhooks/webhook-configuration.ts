@@ -1,19 +1,32 @@
 // The gate's MutatingWebhookConfiguration as data: the same content as
 // config/400-webhooks.yaml, with the endpoint (Service or URL), caBundle and namespace scope
 // filled in. registration.ts writes it.
+//
+// What each webhook does when no replica answers (docs/design.md §6):
+//   revisions    Ignore: config/210-stamp-policy.yaml (CEL in the apiserver) refuses a Revision
+//                some PrestartHook matches unless it is held for it, so failing open admits only
+//                Revisions no hook applies to.
+//   deployments  Fail: the bindings are projected into a released Revision's Deployment once, when
+//                Knative creates it (or changes its pod spec); Knative keeps that pod template
+//                (it compares its deployment-hash label, not the spec), so its pods, at every scale
+//                from zero and every replacement, start with their bindings and need no webhook.
+//   pods         Fail: only pods whose template was not projected (Deployments made by an older
+//                release), which would start without their bindings.
 import type {
   V1LabelSelector,
   V1MutatingWebhook,
   V1MutatingWebhookConfiguration,
   AdmissionregistrationV1WebhookClientConfig as WebhookClientConfig,
 } from '@kubernetes/client-node';
-import { INJECT_LABEL, type LabelSelector } from '../../api/types.ts';
+import { INJECT_LABEL, INJECTED_ANNOTATION, type LabelSelector } from '../../api/types.ts';
 
 export const WEBHOOK_CONFIGURATION_NAME = 'knative-prestart';
 export const REVISIONS_WEBHOOK = 'revisions.prestart.dev';
 export const PODS_WEBHOOK = 'pods.prestart.dev';
+export const DEPLOYMENTS_WEBHOOK = 'deployments.prestart.dev';
 export const REVISIONS_PATH = '/webhooks/revisions';
 export const PODS_PATH = '/webhooks/pods';
+export const DEPLOYMENTS_PATH = '/webhooks/deployments';
 /** Namespace label that scopes a gate instance, so several gates can share one cluster. */
 export const GATE_INSTANCE_LABEL = 'prestart.dev/gate';
 /**
@@ -47,9 +60,6 @@ export function buildWebhookConfiguration(options: WebhookConfigurationOptions):
   const common = {
     admissionReviewVersions: ['v1'],
     sideEffects: 'None',
-    // Fail closed: a Revision created while the gate is down would otherwise start without its
-    // hooks, or a released Revision's pods without their bindings. Knative and ReplicaSets retry.
-    failurePolicy: 'Fail',
     matchPolicy: 'Equivalent',
     reinvocationPolicy: 'Never',
     timeoutSeconds: 5,
@@ -75,14 +85,39 @@ export function buildWebhookConfiguration(options: WebhookConfigurationOptions):
           },
         ],
         objectSelector: {},
+        // Fails open: the stamp policy (config/210-stamp-policy.yaml) refuses what a hook matches.
+        failurePolicy: 'Ignore',
         ...common,
       },
       {
         name: PODS_WEBHOOK,
         clientConfig: clientConfig(options, PODS_PATH),
         rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
-        // Only pods of released Revisions whose hooks contributed bindings.
+        // Only pods of released Revisions whose hooks contributed bindings, and of those only the
+        // ones whose pod template does not carry them yet (a Deployment of an older release).
         objectSelector: { matchLabels: { [INJECT_LABEL]: 'true' } },
+        matchConditions: [
+          { name: 'template-not-projected', expression: `!('${INJECTED_ANNOTATION}' in object.metadata.?annotations.orValue({}))` },
+        ],
+        failurePolicy: 'Fail',
+        ...common,
+      },
+      {
+        name: DEPLOYMENTS_WEBHOOK,
+        clientConfig: clientConfig(options, DEPLOYMENTS_PATH),
+        rules: [
+          { apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments'], scope: 'Namespaced' },
+        ],
+        objectSelector: { matchLabels: { [INJECT_LABEL]: 'true' } },
+        // Only when Knative makes the Deployment or replaces its pod spec; scaling (the
+        // autoscaler patches spec.replicas) and `kubectl rollout restart` never wait for the gate.
+        matchConditions: [
+          {
+            name: 'pod-spec-written',
+            expression: "request.operation == 'CREATE' || object.spec.template.spec != oldObject.spec.template.spec",
+          },
+        ],
+        failurePolicy: 'Fail',
         ...common,
       },
     ],

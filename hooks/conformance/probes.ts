@@ -34,6 +34,7 @@ export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook):
       images: [IMAGE],
     },
     hook: { name: hook, params: ctx.params, allowedContributions: ['env', 'envFrom', 'volume'] },
+    runUID: randomUUID(),
     attempt: 1,
     deadline: new Date(Date.now() + ctx.deadlineMs),
     action: 'start',
@@ -43,15 +44,18 @@ export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook):
   });
 }
 
-/** The cancel of `start`: same Revision, hook, attempt and correlationid, its own id. */
+/** The cancel of `start`: same Revision, run, hook, attempt and correlationid, its own id. */
 export function cancelOf(ctx: ProbeContext, start: CloudEventRecord, reason: string): CloudEventRecord {
   const data = start.data as {
     revision: { namespace: string; name: string; uid: string };
     hook: { name: string; params: Record<string, unknown> };
   };
+  const ref = ctx.keys.verify(start.correlationid);
+  if (!ref) throw new Error('cancelOf: the start carries no correlationid of this key ring');
   return buildRequested({
     revision: { ...data.revision, labels: {}, annotations: {}, images: [IMAGE] },
     hook: { name: data.hook.name, params: data.hook.params, allowedContributions: ['env', 'envFrom', 'volume'] },
+    runUID: ref.runUID,
     attempt: 1,
     action: 'cancel',
     reason,

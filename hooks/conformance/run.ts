@@ -137,7 +137,7 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       checkCancelTaken(earlyCancel),
       checkNotActedOn('R8-honours-cancel', lateStart, repliesTo('cancel-first'), {
         refuse: false,
-        advice: 'remember cancelled (revision.uid, hook, attempt) and do not begin a start that was already cancelled',
+        advice: 'remember cancelled starts (source + the cancel id without /cancel) and do not begin a start that was already cancelled',
       }),
       checkCancelTaken(cancel),
       checkBodies(answers),

@@ -1,5 +1,6 @@
 // The hook SDK: write one handler, serve it over HTTP or NATS JetStream.
 export { isDns1123Label, isDns1123Subdomain } from '../../api/names.ts';
+export type { NatsSecurity, NatsTls } from '../../schemas/nats-auth.ts';
 export { allowedOnly, envContribution, envFromContribution, volumeContribution } from './contributions.ts';
 export {
   createHookApp,
@@ -11,6 +12,7 @@ export {
 } from './http.ts';
 export { BoundedMap } from './lru.ts';
 export { type NatsHookService, type SendReplyOptions, type ServeHookNatsOptions, sendReply, serveHookNats } from './nats.ts';
+export { natsSecurityFromEnv } from './nats-env.ts';
 export { clip, defaultSource, errorEvent, finalEvent, MAX_MESSAGE, progressEvent } from './outcome.ts';
 export { attemptKey, toHookRequest } from './request.ts';
 export { createHookRunner, type HookRunner, type HookRunnerOptions, type Job, type ProgressSender, type Submission } from './runner.ts';

@@ -3,7 +3,7 @@
 // in the CloudEvents NATS binding. A request is acked only after its reply is stored, so a hook
 // that dies mid-run gets the request again; while the handler runs the message is kept alive
 // with working(), so JetStream does not hand it to another replica meanwhile.
-import type { ConsumerMessages, JsMsg, NatsConnection, PubAck } from 'nats';
+import type { ConsumerMessages, JetStreamManager, JsMsg, NatsConnection, PubAck } from 'nats';
 import pino, { type Logger } from 'pino';
 import { type BackoffPolicy, retry } from '../../api/retry.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
@@ -11,13 +11,20 @@ import { toBinary, toStructured } from '../../schemas/index.ts';
 import {
   checkNatsTarget,
   connectOwned,
+  type DurableConsumerSpec,
   ensureDurableConsumer,
   ensureStream,
+  hookDurable,
+  hookInboxPrefix,
+  isStreamNotFound,
+  jetStreamManager,
   type NatsTarget,
   publishMessage,
   STREAMS,
 } from '../../schemas/nats.ts';
+import type { NatsSecurity } from '../../schemas/nats-auth.ts';
 import { fromNatsMessage, subjectFor } from '../../schemas/nats-binding.ts';
+import { natsSecurityFromEnv } from './nats-env.ts';
 import { defaultSource } from './outcome.ts';
 import { createHookRunner, dispatchRequest, type HookRunner } from './runner.ts';
 import { DEFAULT_SEND_POLICY } from './send.ts';
@@ -50,10 +57,21 @@ export interface NatsHookService {
   stop(): Promise<void>;
 }
 
-export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHookService> {
+/**
+ * What the options leave out comes from the environment (natsSecurityFromEnv): servers from
+ * NATS_URL, credentials and TLS from the mounted files it names.
+ */
+export async function serveHookNats(options: ServeHookNatsOptions): Promise<NatsHookService> {
+  const opts: ServeHookNatsOptions = options.connection
+    ? options
+    : {
+        ...options,
+        ...(options.servers === undefined && process.env.NATS_URL ? { servers: process.env.NATS_URL } : {}),
+        ...(options.security === undefined ? withSecurity(natsSecurityFromEnv()) : {}),
+      };
   checkNatsTarget(opts, 'serveHookNats');
   const log = opts.logger ?? pino({ name: `prestart-hook-${opts.name}`, level: process.env.LOG_LEVEL ?? 'info' });
-  const durable = opts.durable ?? `prestart-hook-${opts.name}`;
+  const durable = opts.durable ?? hookDurable(opts.name);
   const subject = opts.subject ?? subjectFor(STREAMS.requests.subjectPrefix, opts.name);
   const ackWaitMs = opts.ackWaitMs ?? 30_000;
   const policy = opts.publishPolicy ?? DEFAULT_SEND_POLICY;
@@ -70,13 +88,8 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
     nc,
     value: messages,
     release,
-  } = await connectOwned(opts, durable, async (conn): Promise<ConsumerMessages> => {
-    const jsm = await conn.jetstreamManager();
-    // The gate owns the streams: a hook that starts first creates them with the same defaults
-    // and never changes what the gate set up.
-    await ensureStream(jsm, STREAMS.requests, { adjust: false });
-    await ensureStream(jsm, STREAMS.replies, { adjust: false });
-    await ensureDurableConsumer(jsm, STREAMS.requests.name, {
+  } = await connectOwned(opts, { name: durable, inboxPrefix: hookInboxPrefix(durable) }, async (conn): Promise<ConsumerMessages> => {
+    await ensureHookConsumer(await jetStreamManager(conn), {
       durable,
       filterSubject: subject,
       ackWaitMs,
@@ -161,10 +174,37 @@ export async function serveHookNats(opts: ServeHookNatsOptions): Promise<NatsHoo
   };
 }
 
+function withSecurity(security: NatsSecurity | undefined): { security?: NatsSecurity } {
+  return security ? { security } : {};
+}
+
+/**
+ * The hook's own durable. The gate owns the streams and creates them at its start; only when the
+ * requests stream is missing does the hook create both with the gate's defaults (never changing
+ * one that exists). A hook with least-privilege NATS permissions may not, and then says so.
+ */
+async function ensureHookConsumer(jsm: JetStreamManager, consumer: DurableConsumerSpec): Promise<void> {
+  try {
+    await ensureDurableConsumer(jsm, STREAMS.requests.name, consumer);
+    return;
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw err;
+  }
+  try {
+    await ensureStream(jsm, STREAMS.requests, { adjust: false });
+    await ensureStream(jsm, STREAMS.replies, { adjust: false });
+  } catch (err) {
+    throw new Error(
+      `stream ${STREAMS.requests.name} does not exist yet and this hook could not create it; start the gate, which creates it: ${(err as Error).message}`,
+    );
+  }
+  await ensureDurableConsumer(jsm, STREAMS.requests.name, consumer);
+}
+
 export interface SendReplyOptions {
   /** Default binary (attributes in `ce-*` NATS headers). */
   mode?: 'binary' | 'structured';
-  /** Default `prestart.replies.<hook>`. */
+  /** Default `prestart.replies.<hook>`, the only subject the gate takes `hook`'s replies from. */
   subject?: string;
   timeoutMs?: number;
 }

@@ -42,26 +42,51 @@ export function errorEvent(request: RequestHandle, error: unknown, source: strin
   return failedEvent(request, source, randomUUID(), `the hook threw: ${text || 'an error without a message'}`);
 }
 
-export function progressEvent(request: RequestHandle, percent: number, message: string | undefined, source: string): CloudEventRecord {
+export function progressEvent(
+  request: RequestHandle,
+  percent: number,
+  message: string | undefined,
+  source: string,
+  details?: string,
+): CloudEventRecord {
   const progress = Math.min(100, Math.max(0, Math.round(Number.isFinite(percent) ? percent : 0)));
-  return buildCompleted({ request, source, outcome: 'progress', progress, ...(message === undefined ? {} : { message: clip(message) }) });
+  return buildCompleted({
+    request,
+    source,
+    outcome: 'progress',
+    progress,
+    ...(message === undefined ? {} : { message: clip(message) }),
+    ...(details === undefined ? {} : { details: clipDetails(details) }),
+  });
+}
+
+/** completed.data.schema.json: details is one line of at most 1024 characters. */
+export const MAX_DETAILS = 1024;
+
+function clipDetails(details: string): string {
+  // Control characters (newlines, escapes) are refused by the schema: one line, as in a terminal.
+  const line = details.replace(/\p{Cc}+/gu, ' ').trim();
+  return line.length > MAX_DETAILS ? `${line.slice(0, MAX_DETAILS - 1)}…` : line;
 }
 
 function failedEvent(request: RequestHandle, source: string, id: string, message: string): CloudEventRecord {
   return buildCompleted({ request, source, id, outcome: 'failed', message: clip(message) });
 }
 
-type Fields = { outcome: 'succeeded' | 'failed'; message?: string; contributions?: Contribution[] };
+type Fields = { outcome: 'succeeded' | 'failed'; message?: string; details?: string; contributions?: Contribution[] };
 
 function readOutcome(produced: unknown): { ok: true; fields: Fields } | { ok: false; reason: string } {
   if (typeof produced !== 'object' || produced === null || typeof (produced as { succeeded?: unknown }).succeeded !== 'boolean') {
     return { ok: false, reason: `the hook returned ${describe(produced)} instead of {succeeded: true|false, ...}` };
   }
-  const o = produced as { succeeded: boolean; message?: unknown; contributions?: unknown };
+  const o = produced as { succeeded: boolean; message?: unknown; details?: unknown; contributions?: unknown };
   if (o.message !== undefined && typeof o.message !== 'string')
     return { ok: false, reason: 'the hook returned a message that is not a string' };
-  if (!o.succeeded) return { ok: true, fields: { outcome: 'failed', message: clip(o.message ?? 'failed') } };
-  const fields: Fields = { outcome: 'succeeded' };
+  if (o.details !== undefined && typeof o.details !== 'string')
+    return { ok: false, reason: 'the hook returned details that are not a string' };
+  const details = o.details === undefined || o.details.trim() === '' ? {} : { details: clipDetails(o.details) };
+  if (!o.succeeded) return { ok: true, fields: { outcome: 'failed', message: clip(o.message ?? 'failed'), ...details } };
+  const fields: Fields = { outcome: 'succeeded', ...details };
   if (o.message !== undefined) fields.message = clip(o.message);
   if (o.contributions !== undefined) {
     if (!Array.isArray(o.contributions)) return { ok: false, reason: 'the hook returned contributions that are not a list' };

@@ -27,7 +27,13 @@ export function toHookRequest(parsed: ParsedRequest): HookRequest {
   };
 }
 
-/** What a cancel names: the same Revision UID, hook and attempt as the start it cancels. */
-export function attemptKey(parsed: Pick<ParsedRequest, 'data'>): string {
-  return `${parsed.data.revision.uid}/${parsed.data.hook.name}/${parsed.data.attempt}`;
+/**
+ * What a cancel names: the start it cancels, whose id is the cancel's without `/cancel` (the key
+ * of that start). Ids name the PrestartRun, so a run created again for the same Revision, which
+ * starts at attempt 1 again, is never taken for a cancelled one.
+ */
+export function attemptKey(parsed: Pick<ParsedRequest, 'data' | 'key'>): string {
+  return parsed.data.action === 'cancel' && parsed.key.endsWith(CANCEL_SUFFIX) ? parsed.key.slice(0, -CANCEL_SUFFIX.length) : parsed.key;
 }
+
+const CANCEL_SUFFIX = '/cancel';

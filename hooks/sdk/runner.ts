@@ -8,6 +8,7 @@ import { type ContractError, type ParsedRequest, parseRequested, type ReceivedMe
 import { BoundedMap } from './lru.ts';
 import { errorEvent, finalEvent, progressEvent } from './outcome.ts';
 import { attemptKey, toHookRequest } from './request.ts';
+import { startHandlerSpan } from './trace.ts';
 import { CancelledError, DeadlineError, type HookContext, type HookHandler } from './types.ts';
 
 /** Sends one progress report; rejecting only costs that report. */
@@ -80,11 +81,11 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
     const ctx: HookContext = {
       signal: controller.signal,
       logger: log,
-      progress(percent, message) {
+      progress(percent, message, details) {
         if (!open || !sendProgress) return Promise.resolve();
         let event: CloudEventRecord;
         try {
-          event = progressEvent(parsed, percent, message, opts.source);
+          event = progressEvent(parsed, percent, message, opts.source, details);
         } catch (err) {
           log.warn({ err }, 'progress report not sent');
           return Promise.resolve();
@@ -99,11 +100,13 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
       await new Promise((resolve) => setImmediate(resolve));
       let produced: unknown;
       let error: { thrown: unknown } | undefined;
+      const span = startHandlerSpan(request);
       try {
-        produced = await opts.handler(request, ctx);
+        produced = await span.run(() => opts.handler(request, ctx));
       } catch (thrown) {
         error = { thrown };
       }
+      span.end(error ?? { succeeded: (produced as { succeeded?: unknown } | undefined)?.succeeded === true });
       open = false;
       clearTimeout(timer);
       await reports;
@@ -114,7 +117,7 @@ export function createHookRunner(opts: HookRunnerOptions): HookRunner {
         log.info({ reason: String((controller.signal.reason as Error)?.message ?? controller.signal.reason) }, 'run ended without a reply');
         return undefined;
       }
-      const final = error ? errorEvent(parsed, error.thrown, opts.source) : finalEvent(parsed, produced, opts.source);
+      const final = span.stamp(error ? errorEvent(parsed, error.thrown, opts.source) : finalEvent(parsed, produced, opts.source));
       if (error) log.warn({ err: error.thrown }, 'handler threw; replying failed');
       finished.set(key, final);
       return final;

@@ -30,11 +30,17 @@ export interface HookContext {
   /** Aborts when the gate cancels the request (reason: CancelledError) or the deadline passes (reason: DeadlineError). */
   signal: AbortSignal;
   /** Sends a non-final progress report (percent 0..100). Never rejects: a lost report only costs a status update. */
-  progress(percent: number, message?: string): Promise<void>;
+  progress(percent: number, message?: string, details?: string): Promise<void>;
   logger: Logger;
 }
 
-export type HookOutcome = { succeeded: true; message?: string; contributions?: Contribution[] } | { succeeded: false; message: string };
+/**
+ * `details`: where a person finds more, a URL (logs, a ticket, a dashboard) or a command (one line,
+ * at most 1024 characters); shown by `kn prestart get/why`, in the PrestartRun and in Events.
+ */
+export type HookOutcome =
+  | { succeeded: true; message?: string; details?: string; contributions?: Contribution[] }
+  | { succeeded: false; message: string; details?: string };
 
 export type HookHandler = (request: HookRequest, ctx: HookContext) => Promise<HookOutcome>;
 
@@ -45,8 +51,8 @@ export function succeed(message?: string, contributions?: Contribution[]): HookO
   return outcome;
 }
 
-export function fail(message: string): HookOutcome {
-  return { succeeded: false, message };
+export function fail(message: string, details?: string): HookOutcome {
+  return details === undefined ? { succeeded: false, message } : { succeeded: false, message, details };
 }
 
 /** The reason of `ctx.signal` when the gate sent a cancel. */

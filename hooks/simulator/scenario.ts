@@ -35,7 +35,7 @@ export interface Scenario {
   observed: Observed;
   /** The run as the gate has written it when it sends the request. */
   run: PrestartRunView;
-  send: { hook: HookSnapshot; attempt: number; deadline: string };
+  send: { runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string };
 }
 
 export function buildScenario(opts: ScenarioOptions): Scenario {
@@ -75,7 +75,13 @@ export function buildScenario(opts: ScenarioOptions): Scenario {
   const observed: Observed = { revision, hooks: new Map([[hook.name, hook]]), namedByTraffic: false, now };
   const created = decide(observed).actions.find((a) => a.type === 'createRun');
   if (created?.type !== 'createRun') throw new Error(`the gate would not start a run: ${JSON.stringify(decide(observed).actions)}`);
-  let run: PrestartRunView = { namespace: revision.namespace, name: revision.name, spec: created.spec, status: created.status };
+  let run: PrestartRunView = {
+    namespace: revision.namespace,
+    name: revision.name,
+    uid: randomUUID(),
+    spec: created.spec,
+    status: created.status,
+  };
   const started = decide({ ...observed, run }).actions;
   const update = started.find((a) => a.type === 'updateRunStatus');
   const send = started.find((a) => a.type === 'sendRequest');
@@ -83,5 +89,9 @@ export function buildScenario(opts: ScenarioOptions): Scenario {
     throw new Error(`the gate would not send a request: ${JSON.stringify(started)}`);
   }
   run = { ...run, status: update.status };
-  return { observed: { ...observed, run }, run, send: { hook: send.hook, attempt: send.attempt, deadline: send.deadline } };
+  return {
+    observed: { ...observed, run },
+    run,
+    send: { runUID: send.runUID, hook: send.hook, attempt: send.attempt, deadline: send.deadline },
+  };
 }

@@ -56,6 +56,7 @@ export async function simulate(url: string, opts: SimulateOptions = {}): Promise
     const request = buildRequested({
       revision: scenario.observed.revision,
       hook: scenario.send.hook,
+      runUID: scenario.send.runUID,
       attempt: scenario.send.attempt,
       deadline: scenario.send.deadline,
       action: 'start',
@@ -69,7 +70,7 @@ export async function simulate(url: string, opts: SimulateOptions = {}): Promise
     let synthetic: Reply | undefined;
     let waiting: string | undefined;
     // The gate's own rules for what the answer does to the hook (gate/core/reply.ts).
-    const ref = requestRef(scenario.observed.revision, hook, scenario.send.attempt);
+    const ref = requestRef(scenario.observed.revision, scenario.send.runUID, hook, scenario.send.attempt);
 
     if (answer.status === undefined) {
       waiting = `the request was not delivered (${answer.error})`;

@@ -18,13 +18,14 @@ interface Ref {
   namespace: string;
   revision: string;
   revisionUID: string;
+  runUID: string;
   hook: string;
   attempt: number;
 }
 
 function mint(keyHex: string, ref: Ref): string {
   const payload = Buffer.from(JSON.stringify(ref)).toString('base64url');
-  const mac = createHmac('sha256', Buffer.from(keyHex, 'hex')).update(`prestart.dev/correlationid/v1:${payload}`).digest('base64url');
+  const mac = createHmac('sha256', Buffer.from(keyHex, 'hex')).update(`prestart.dev/correlationid/v2:${payload}`).digest('base64url');
   return `${payload}.${mac}`;
 }
 
@@ -32,6 +33,7 @@ const REF: Ref = {
   namespace: 'shop',
   revision: 'checkout-00002',
   revisionUID: '5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e',
+  runUID: '9d4e2b71-6c3a-4f8e-b5d0-7a1c3e9f2b64',
   hook: 'db-migrate',
   attempt: 1,
 };
@@ -76,7 +78,7 @@ function requestHeaders(overrides: Record<string, string | undefined> = {}): Rec
   return clean({
     'content-type': 'application/json',
     'ce-specversion': '1.0',
-    'ce-id': `${REF.revisionUID}/db-migrate/1`,
+    'ce-id': `${REF.runUID}/db-migrate/1`,
     'ce-source': GATE,
     'ce-type': 'revision.prestart.requested',
     'ce-subject': 'shop/checkout-00002',
@@ -134,6 +136,7 @@ function reply(outcome: string, extra: Record<string, unknown>, eventKey: string
     namespace: REF.namespace,
     revision: REF.revision,
     revisionUID: REF.revisionUID,
+    runUID: REF.runUID,
     hook: REF.hook,
     attempt: REF.attempt,
     outcome,
@@ -170,7 +173,7 @@ const vectors: Record<string, Record<string, Vector>> = {
       headers: STRUCTURED,
       body: JSON.stringify({
         specversion: '1.0',
-        id: `${REF.revisionUID}/db-migrate/1`,
+        id: `${REF.runUID}/db-migrate/1`,
         source: GATE,
         type: 'revision.prestart.requested',
         subject: 'shop/checkout-00002',
@@ -186,7 +189,7 @@ const vectors: Record<string, Record<string, Vector>> = {
     'cancel-binary': {
       description: 'A cancel: same type, data.action "cancel" with a reason, its own id, no deadline.',
       mode: 'binary',
-      headers: requestHeaders({ 'ce-id': `${REF.revisionUID}/db-migrate/1/cancel` }),
+      headers: requestHeaders({ 'ce-id': `${REF.runUID}/db-migrate/1/cancel` }),
       body: JSON.stringify(CANCEL_DATA),
       expect: { ok: true },
     },
@@ -197,7 +200,7 @@ const vectors: Record<string, Record<string, Vector>> = {
       headers: {
         'Content-Type': 'application/json',
         'Ce-Specversion': '1.0',
-        'Ce-Id': `${REF.revisionUID}/db-migrate/1`,
+        'Ce-Id': `${REF.runUID}/db-migrate/1`,
         'Ce-Source': GATE,
         'Ce-Type': 'revision.prestart.requested',
         'Ce-Subject': 'shop/checkout-00002',
@@ -218,7 +221,7 @@ const vectors: Record<string, Record<string, Vector>> = {
     'cancel-without-reason': {
       description: 'action "cancel" needs a reason.',
       mode: 'binary',
-      headers: requestHeaders({ 'ce-id': `${REF.revisionUID}/db-migrate/1/cancel` }),
+      headers: requestHeaders({ 'ce-id': `${REF.runUID}/db-migrate/1/cancel` }),
       body: JSON.stringify({ ...CANCEL_DATA, reason: undefined }),
       expect: { ok: false, code: 'invalid-data' },
     },
@@ -283,6 +286,17 @@ const vectors: Record<string, Record<string, Vector>> = {
         ),
       },
     },
+    details: {
+      description:
+        'A failure with a details link (optional, added compatibly: where a person finds more, a URL or a command). Shown by kn prestart get/why, in the run and in Events.',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'failed', message: 'migration failed', details: 'kubectl logs job/migrate-checkout-00002 -n shop' }),
+      expect: {
+        ok: true,
+        reply: reply('failed', { message: 'migration failed', details: 'kubectl logs job/migrate-checkout-00002 -n shop' }, BINARY_KEY),
+      },
+    },
     'failed-structured': {
       description: 'A failure with a message, structured mode.',
       mode: 'structured',
@@ -319,7 +333,7 @@ const vectors: Record<string, Record<string, Vector>> = {
       body: JSON.stringify({ outcome: 'progress', message: 'applied 3 of 7 migrations', progress: 42 }),
       expect: {
         ok: true,
-        reply: reply('progress', { message: 'applied 3 of 7 migrations', progress: 42 }, BINARY_KEY),
+        reply: reply('progress', { message: 'applied 3 of 7 migrations', progress: 42, traceparent: TRACEPARENT }, BINARY_KEY),
       },
     },
     'previous-key': {
@@ -485,6 +499,13 @@ const vectors: Record<string, Record<string, Vector>> = {
       body: JSON.stringify({ outcome: 'failed', message: 'x'.repeat(4097) }),
       expect: { ok: false, code: 'invalid-data' },
     },
+    'details-multiline': {
+      description: 'details is one line (no control characters) of at most 1024 characters.',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'failed', message: 'x', details: 'kubectl logs job/a\nrm -rf /' }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
     'unknown-member': {
       description: 'Unknown data members are refused (a misspelt "contributions" must not be dropped silently).',
       mode: 'binary',
@@ -555,7 +576,7 @@ writeFileSync(
   `${JSON.stringify(
     {
       description:
-        'correlationid = base64url(JSON ref) + "." + base64url(HMAC-SHA256(key, "prestart.dev/correlationid/v1:" + payload)); keys are hex.',
+        'correlationid = base64url(JSON ref) + "." + base64url(HMAC-SHA256(key, "prestart.dev/correlationid/v2:" + payload)); keys are hex. The request id is "<runUID>/<hook>/<attempt>".',
       keys: { primary: PRIMARY_KEY, previous: PREVIOUS_KEY, foreign: FOREIGN_KEY },
       ref: REF,
       primary: CORRELATION_ID,

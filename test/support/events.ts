@@ -13,6 +13,8 @@ export interface RequestOptions {
   revision?: string;
   /** Default: a fresh one, so every call is a request of a Revision of its own. */
   uid?: string;
+  /** The PrestartRun's UID. Default: a fresh one. */
+  runUID?: string;
   attempt?: number;
   deadline?: Date;
   params?: Record<string, unknown>;
@@ -31,6 +33,7 @@ export function requestEvent(opts: RequestOptions = {}): CloudEventRecord {
       params: opts.params ?? hook.params,
       allowedContributions: opts.allowed ?? hook.allowedContributions,
     },
+    runUID: opts.runUID ?? randomUUID(),
     attempt: opts.attempt ?? 1,
     deadline: opts.deadline ?? new Date(Date.now() + 60_000),
     action: 'start',
@@ -42,9 +45,12 @@ export function requestEvent(opts: RequestOptions = {}): CloudEventRecord {
 /** The cancel the gate sends for `start`'s attempt. */
 export function cancelEvent(start: CloudEventRecord, reason = `Revision shop/${revision.name} was deleted`): CloudEventRecord {
   const data = start.data as { revision: { namespace: string; name: string; uid: string }; hook: { name: string }; attempt: number };
+  const ref = keys.verify(start.correlationid);
+  if (!ref) throw new Error('cancelEvent: the start was not minted with the test keys');
   return buildRequested({
     revision: { ...data.revision, labels: {}, annotations: {}, images: [] },
     hook: { name: data.hook.name, params: {}, allowedContributions: [] },
+    runUID: ref.runUID,
     attempt: data.attempt,
     action: 'cancel',
     reason,

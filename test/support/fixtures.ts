@@ -16,6 +16,9 @@ export const revision: RevisionView = {
   finalizers: ['prestart.dev/cancel-hooks'],
 };
 
+/** metadata.uid of the Revision's PrestartRun. */
+export const runUID = '9d4e2b71-6c3a-4f8e-b5d0-7a1c3e9f2b64';
+
 export const hook: HookSnapshot = {
   name: 'db-migrate',
   order: 0,

@@ -4,8 +4,9 @@
 // apiserver stamps: nothing the approver's client claims. Pure.
 import type { V1ManagedFieldsEntry, V1ObjectMeta } from '@kubernetes/client-node';
 
-export const APPROVAL_ANNOTATION = 'prestart.dev/approval';
-export const APPROVAL_BY_ANNOTATION = 'prestart.dev/approval-by';
+export { APPROVAL_ANNOTATION, APPROVAL_BY_ANNOTATION } from '../../../api/types.ts';
+
+import { APPROVAL_ANNOTATION, APPROVAL_BY_ANNOTATION } from '../../../api/types.ts';
 export const APPROVAL_REASON_ANNOTATION = 'prestart.dev/approval-reason';
 export const VERDICTS = ['approved', 'rejected'] as const;
 export type ApprovalVerdict = (typeof VERDICTS)[number];

@@ -19,3 +19,14 @@ export function isTransient(err: unknown): boolean {
   const e = err as { name?: unknown; code?: unknown; type?: unknown };
   return e?.name === 'FetchError' || e?.type === 'system' || (typeof e?.code === 'string' && /^E[A-Z]+$/.test(e.code));
 }
+
+/**
+ * What an admin runs when the hook may not act in `namespace`: its namespace rights (Jobs,
+ * Secrets) are bound per namespace, never cluster-wide (config/600-builtin-hooks.yaml).
+ */
+export function namespaceGrantHint(kind: 'job' | 'secret', namespace: string): string {
+  return (
+    `the hook's identity is not bound in ${namespace}; an admin grants it with: kubectl create rolebinding prestart-hook-${kind} -n ${namespace} ` +
+    `--clusterrole=knative-prestart-hook-${kind}-namespace --serviceaccount=knative-prestart:prestart-hook-${kind} (config/600-builtin-hooks.yaml)`
+  );
+}

@@ -6,7 +6,7 @@ import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Container, type V1Job }
 import type { HookServer } from '../../sdk/http.ts';
 import { CancelledError, DeadlineError, fail, type HookContext, type HookHandler, succeed } from '../../sdk/types.ts';
 import { giveUpAt, humanDuration } from '../common/deadline.ts';
-import { errorLine, statusOf } from '../common/kube.ts';
+import { errorLine, namespaceGrantHint, statusOf } from '../common/kube.ts';
 import { paramsMessage } from '../common/params.ts';
 import { pollUntil, withRetries } from '../common/poll.ts';
 import { type BuiltinHookOptions, DEFAULT_POLL_MAX_MS, type ServeBuiltinOptions, serveBuiltin } from '../common/serve.ts';
@@ -52,12 +52,14 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
     });
     const name = manifest.metadata?.name ?? '';
     const job = { namespace, name, where: `${namespace}/${name}` };
+    // The details link of every reply (issue 12): the command that prints this Job's logs.
+    const logs = `kubectl logs job/${name} -n ${namespace} --all-containers`;
     const remove = () => deleteJob(batch, namespace, name);
 
     try {
       const ensured = await ensureJob(batch, manifest, req.revision.uid, giveUp, ctx);
       if (typeof ensured === 'object') return fail(ensured.error);
-      await ctx.progress(5, ensured === 'created' ? `Job ${job.where} created` : `Job ${job.where} exists: waiting for it`);
+      await ctx.progress(5, ensured === 'created' ? `Job ${job.where} created` : `Job ${job.where} exists: waiting for it`, logs);
 
       let reported = '';
       const ended = await pollUntil(
@@ -75,7 +77,7 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
           const line = state.failed > 0 ? `${note}; ${state.failed} of ${params.backoffLimit + 1} tries failed` : note;
           if (line !== reported) {
             reported = line;
-            await ctx.progress(state.active > 0 ? 50 : 10, line);
+            await ctx.progress(state.active > 0 ? 50 : 10, line, logs);
           }
           return undefined;
         },
@@ -91,12 +93,14 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
       if ('gone' in ended) return fail(`Job ${job.where} was deleted before it finished`);
       if (ended.state.state === 'complete') {
         const cleaned = params.cleanup !== 'Never' && (await remove());
-        return succeed(`Job ${job.where} completed${cleaned ? ' and was deleted' : ''}`);
+        const done = succeed(`Job ${job.where} completed${cleaned ? ' and was deleted' : ''}`);
+        return cleaned ? done : { ...done, details: logs };
       }
       const { reason, message } = ended.state;
       const report = await failureReport(core, ended.job, { namespace, name, reason, message, logLines: params.logLines });
       if (params.cleanup === 'Always') await remove();
-      return fail(failureMessage(report));
+      // A deleted Job has no logs left to print: the link only while it exists.
+      return params.cleanup === 'Always' ? fail(failureMessage(report)) : fail(failureMessage(report), logs);
     } catch (err) {
       // The gate cancelled the Revision, or its deadline passed: the Job belongs to nobody now.
       // On shutdown the Job is left alone: the re-sent request will find it.
@@ -152,7 +156,8 @@ async function ensureJob(
     } catch (err) {
       ctx.signal.throwIfAborted();
       if (statusOf(err) === 409) return 'conflict';
-      return { error: `could not create Job ${namespace}/${name}: ${errorLine(err)}` };
+      const hint = statusOf(err) === 403 ? ` (${namespaceGrantHint('job', namespace)})` : '';
+      return { error: `could not create Job ${namespace}/${name}: ${errorLine(err)}${hint}` };
     }
   };
   const first = await create();

@@ -8,7 +8,7 @@ import { envContribution, envFromContribution, volumeContribution } from '../../
 import type { HookServer } from '../../sdk/http.ts';
 import { fail, type HookHandler, succeed } from '../../sdk/types.ts';
 import { giveUpAt, humanDuration } from '../common/deadline.ts';
-import { errorLine, statusOf } from '../common/kube.ts';
+import { errorLine, namespaceGrantHint, statusOf } from '../common/kube.ts';
 import { paramsMessage } from '../common/params.ts';
 import { pollUntil } from '../common/poll.ts';
 import { type BuiltinHookOptions, DEFAULT_POLL_MAX_MS, type ServeBuiltinOptions, serveBuiltin } from '../common/serve.ts';
@@ -76,7 +76,8 @@ export function createSecretHandler(opts: BuiltinHookOptions): HookHandler {
       ready = await pollUntil(look, { signal: ctx.signal, until: giveUpAt(req.deadline), maxMs: pollMaxMs, logger: ctx.logger });
     } catch (err) {
       ctx.signal.throwIfAborted();
-      return fail(`cannot read ${where}: ${errorLine(err)} (the hook's identity needs get on secrets: config/600-builtin-hooks.yaml)`);
+      const hint = statusOf(err) === 403 ? namespaceGrantHint('secret', namespace) : "the hook's identity needs get on secrets there";
+      return fail(`cannot read ${where}: ${errorLine(err)} (${hint})`);
     }
     if (!ready) {
       return fail(

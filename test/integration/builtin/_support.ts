@@ -2,14 +2,15 @@
 // hooks' RBAC and approval policy as installed, each hook served in this process on 127.0.0.1
 // as its own ServiceAccount identity, and PrestartHooks delivering to it.
 import { fileURLToPath } from 'node:url';
-import { KubeConfig } from '@kubernetes/client-node';
+import { ApiException, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { ExecutionContext } from 'ava';
 import pino from 'pino';
-import type { RunObject } from '../../../api/resources.ts';
+import { REVISIONS, type RunObject } from '../../../api/resources.ts';
 import type { ContributionKind } from '../../../api/types.ts';
 import { applyManifests } from '../../../devcluster/apply.ts';
 import type { Cluster } from '../../../devcluster/control-plane.ts';
 import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import type { BuiltinKind, ServeBuiltinOptions } from '../../../hooks/builtin/common/serve.ts';
 import { serveApprovalHook, serveJobHook, serveSecretHook } from '../../../hooks/builtin/index.ts';
 import type { HookServer } from '../../../hooks/sdk/http.ts';
@@ -24,7 +25,8 @@ const SERVE: Record<BuiltinKind, (o: ServeBuiltinOptions) => Promise<HookServer>
 
 let installed: Promise<void> | undefined;
 
-function installBuiltinConfig(cluster: Cluster): Promise<void> {
+/** config/600-builtin-hooks.yaml and 610-approval-policy.yaml, applied once per process. */
+export function installBuiltinConfig(cluster: Cluster): Promise<void> {
   installed ??= (async () => {
     for (const file of ['600-builtin-hooks.yaml', '610-approval-policy.yaml'])
       await applyManifests(cluster.kubeConfig, `${configDir}${file}`);
@@ -32,11 +34,31 @@ function installBuiltinConfig(cluster: Cluster): Promise<void> {
   return installed;
 }
 
-/** A gate env of its own, with the built-in hooks' RBAC and approval policy installed. */
-export async function builtinEnv(name: string): Promise<GateEnv> {
+/**
+ * A gate env of its own, with the built-in hooks' RBAC and approval policy installed, and (unless
+ * bindHooks is false) the job and secret hooks bound in its namespace, as an admin binds them
+ * in each namespace they serve.
+ */
+export async function builtinEnv(name: string, { bindHooks = true }: { bindHooks?: boolean } = {}): Promise<GateEnv> {
   const env = await gateEnv(name);
   await installBuiltinConfig(env.cluster);
+  if (bindHooks) await bindHooksIn(env.admin, env.namespace);
   return env;
+}
+
+/** `kubectl create rolebinding prestart-hook-<kind> -n NAMESPACE ...`, as config/600-builtin-hooks.yaml says. */
+export async function bindHooksIn(admin: KubeConfig, namespace: string, kinds: ('job' | 'secret')[] = ['job', 'secret']): Promise<void> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  for (const kind of kinds) {
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: `prestart-hook-${kind}` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `knative-prestart-hook-${kind}-namespace` },
+        subjects: [{ kind: 'ServiceAccount', name: `prestart-hook-${kind}`, namespace: 'knative-prestart' }],
+      },
+    });
+  }
 }
 
 /** The kubeconfig of a hook's ServiceAccount (config/600-builtin-hooks.yaml): RBAC decides what it may do. */
@@ -88,4 +110,28 @@ export async function addHook(
 
 export function hookStatusOf(run: RunObject | undefined, hook: string) {
   return run?.status?.hooks?.find((h) => h.name === hook);
+}
+
+/** The approval policy takes effect a moment after it is created: probe with a dry run until it answers. */
+export async function approvalPolicyInForce(env: GateEnv): Promise<void> {
+  await waitFor(
+    () =>
+      env.custom
+        .createNamespacedCustomObject({
+          ...REVISIONS,
+          namespace: env.namespace,
+          dryRun: 'All',
+          body: {
+            apiVersion: 'serving.knative.dev/v1',
+            kind: 'Revision',
+            metadata: { name: 'probe', annotations: { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'nobody' } },
+            spec: { containers: [{ image: 'dev.local/probe:v1' }] },
+          },
+        })
+        .then(
+          () => false,
+          (err: unknown) => err instanceof ApiException && /approval-by must be/.test(String(err.body)),
+        ),
+    { what: 'the approval policy to be in force' },
+  );
 }

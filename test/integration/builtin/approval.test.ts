@@ -1,6 +1,7 @@
-// The approval hook on the real control plane: a person with the verb approve (RBAC) approves or
-// rejects with `knative-prestart approve`; the apiserver's policy (config/610-approval-policy.yaml)
-// refuses everyone else, and anyone writing a decision in another's name.
+// The approval hook on the real control plane: a person with the verb approve for the Revision's
+// namespace (RBAC: a ClusterRole naming the namespace) approves or rejects with `knative-prestart
+// approve`; the apiserver's policy (config/610-approval-policy.yaml) refuses everyone else, and
+// anyone writing a decision in another's name.
 import {
   ApiException,
   CustomObjectsApi,
@@ -12,9 +13,8 @@ import {
 import test, { type ExecutionContext } from 'ava';
 import type { GateEnv } from '../../../devcluster/gate/env.ts';
 import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { runCli } from '../../support/hook-cli.ts';
-import { addHook, builtinEnv, hookStatusOf, serveBuiltinHook } from './_support.ts';
+import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from './_support.ts';
 
 let env: GateEnv;
 const users: Record<'alice' | 'bob', string> = { alice: '', bob: '' };
@@ -23,7 +23,22 @@ test.before(async () => {
   env = await builtinEnv('approval');
   const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
   const namespace = env.namespace;
-  // alice approves in this namespace; bob may edit its Revisions but was not made an approver.
+  // alice approves in this namespace only (docs/hooks.md: the decision verb through a
+  // ClusterRole naming the namespace, the approver role in the namespace for patching its
+  // Revisions); bob may edit its Revisions but was not made an approver.
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: approveRole(namespace) },
+      rules: [{ apiGroups: ['prestart.dev'], resources: ['approvals'], resourceNames: [namespace], verbs: ['approve'] }],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: approveRole(namespace) },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: approveRole(namespace) },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    },
+  });
   await rbac.createNamespacedRoleBinding({
     namespace,
     body: {
@@ -52,36 +67,19 @@ test.before(async () => {
   });
   users.alice = await env.cluster.mintUserKubeconfig('alice');
   users.bob = await env.cluster.mintUserKubeconfig('bob');
-  // The policy takes effect a moment after it is created: probe with a dry run until it answers.
-  await waitFor(
-    async () => {
-      const refused = await env.custom
-        .createNamespacedCustomObject({
-          group: 'serving.knative.dev',
-          version: 'v1',
-          plural: 'revisions',
-          namespace,
-          dryRun: 'All',
-          body: {
-            apiVersion: 'serving.knative.dev/v1',
-            kind: 'Revision',
-            metadata: { name: 'probe', annotations: { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'nobody' } },
-            spec: { containers: [{ image: 'dev.local/probe:v1' }] },
-          },
-        })
-        .then(
-          () => false,
-          (err: unknown) => err instanceof ApiException && /approval-by must be/.test(String(err.body)),
-        );
-      return refused;
-    },
-    { what: 'the approval policy to be in force' },
-  );
+  await approvalPolicyInForce(env);
 });
 
 test.after.always(async () => {
+  if (env) {
+    const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.deleteClusterRoleBinding({ name: approveRole(env.namespace) }).catch(() => undefined);
+    await rbac.deleteClusterRole({ name: approveRole(env.namespace) }).catch(() => undefined);
+  }
   await env?.stop();
 });
+
+const approveRole = (namespace: string) => `approve-${namespace}`;
 
 function as(user: keyof typeof users): CustomObjectsApi {
   const kc = new KubeConfig();
@@ -151,7 +149,7 @@ test('the apiserver refuses a decision from someone who is not an approver, or i
 
   const bob = await patch('bob', { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'bob' });
   t.is(bob.code, 403, 'bob may edit Revisions, but not approve them');
-  t.regex(bob.body, /bob may not approve or reject Revision ledger-00001 .*verb approve on prestartruns\.prestart\.dev/);
+  t.regex(bob.body, /bob may not approve or reject Revision ledger-00001 .*verb approve on approvals\.prestart\.dev\//);
 
   const viaCli = await runCli(['approve', 'ledger-00001', '-n', env.namespace, '--kubeconfig', users.bob]);
   t.is(viaCli.code, 1);

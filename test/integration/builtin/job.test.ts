@@ -69,6 +69,8 @@ test('a failing Job keeps the Revision held, with the Job’s reason and what it
   t.regex(message, /container prestart exited with code 1 \(Error: relation "orders" already exists\)/);
   // kwok plays the kubelet without containers: there is no log to read.
   t.regex(message, /no logs available/);
+  // issue 12: the details link is the command that prints the Job's logs.
+  t.is(hookStatusOf(run, hook)?.details, `kubectl logs job/${name} -n ${env.namespace} --all-containers`);
 
   t.true(isHeld(await env.getRevision('billing-00001')));
   const denied = await env.createDeploymentLikeKnative(revision);

@@ -18,6 +18,7 @@ let hookName: string;
 let hookServer: HookServer;
 let request: ReceivedRequest;
 let revisionUID: string;
+let runUID: string;
 const requests: ReceivedRequest[] = [];
 
 test.before(async () => {
@@ -43,7 +44,8 @@ test.before(async () => {
   const rev = await env.createRevision('bad-00001', { annotations: { bad: 'yes' } });
   revisionUID = rev.metadata?.uid ?? '';
   request = await waitFor(() => requests[0], { timeoutMs: 30_000, what: 'the request' });
-  await env.waitForRun('bad-00001', 'Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
+  const run = await env.waitForRun('bad-00001', 'Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
+  runUID = run.metadata?.uid ?? '';
 });
 
 test.after.always(async () => {
@@ -84,6 +86,7 @@ function replyFor(ref: { revision: string; uid: string; hook: string; attempt: n
     namespace: env.namespace,
     revision: ref.revision,
     revisionUID: ref.uid,
+    runUID,
     hook: ref.hook,
     attempt: ref.attempt,
   });
@@ -109,7 +112,7 @@ test.serial('a reply for another Revision with the same name (different UID) is 
 
 test.serial('a forged replyid (not signed with the gate key) is refused', async (t) => {
   const forger = new KeyRing([KeyRing.generateKey()]);
-  const correlationid = forger.mint({ namespace: env.namespace, revision: 'bad-00001', revisionUID, hook: hookName, attempt: 1 });
+  const correlationid = forger.mint({ namespace: env.namespace, revision: 'bad-00001', revisionUID, runUID, hook: hookName, attempt: 1 });
   const event = buildCompleted({ request: { correlationid, hook: hookName, attempt: 1 }, outcome: 'succeeded', source: '/attacker' });
   await refused(t, () => postEvent(event), 403, /replyid/);
 });

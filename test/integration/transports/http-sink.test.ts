@@ -186,7 +186,7 @@ for (const bad of badInputs) {
     t.is(res.status, bad.status);
     t.regex(await errorOf(res), bad.match);
     t.is(seen.length, 0);
-    t.regex(await registry.metrics(), /prestart_sink_replies_total\{transport="http",outcome="invalid"\} 1/);
+    t.regex(await registry.metrics(), /prestart_gate_replies_total\{transport="http",result="invalid",outcome="unknown"\} 1/);
   });
 }
 
@@ -204,8 +204,8 @@ test('counters by outcome land on the registry the gate passes in', async (t) =>
   await post(`${url}/`, toBinary(completedEvent()));
   await post(`${url}/`, toBinary(completedEvent(requestEvent({ ring: foreignKeys }))));
   const text = await registry.metrics();
-  t.regex(text, /prestart_sink_replies_total\{transport="http",outcome="applied"\} 1/);
-  t.regex(text, /prestart_sink_replies_total\{transport="http",outcome="invalid"\} 1/);
+  t.regex(text, /prestart_gate_replies_total\{transport="http",result="applied",outcome="succeeded"\} 1/);
+  t.regex(text, /prestart_gate_replies_total\{transport="http",result="invalid",outcome="unknown"\} 1/);
 });
 
 test('/healthz answers 200', async (t) => {

@@ -151,7 +151,7 @@ test('a reply published on prestart.replies.<hook> reaches the gate verified, an
   await waitFor(() => seen.length === 1, { what: 'the reply to reach onReply' });
   t.like(seen[0], { hook: 'db-migrate', attempt: 3, outcome: 'succeeded', message: 'done', revision: 'checkout-00002' });
   t.like(await waitFor(settled(ctx.nc), { what: 'the reply to be acked' }), { deliveries: 1 });
-  t.regex(await registry.metrics(), /prestart_sink_replies_total\{transport="nats",outcome="applied"\} 1/);
+  t.regex(await registry.metrics(), /prestart_gate_replies_total\{transport="nats",result="applied",outcome="succeeded"\} 1/);
 });
 
 test('a structured-mode reply is taken too', async (t) => {
@@ -190,8 +190,8 @@ test('a forged reply and a rejected one are terminated: never redelivered, the f
   t.is(state.deliveries, 2, 'each delivered once');
   t.is(seen.length, 1, 'only the genuine reply reached onReply');
   const text = await registry.metrics();
-  t.regex(text, /outcome="invalid"\} 1/);
-  t.regex(text, /outcome="rejected"\} 1/);
+  t.regex(text, /result="invalid",outcome="unknown"\} 1/);
+  t.regex(text, /result="rejected",outcome="succeeded"\} 1/);
 });
 
 test('a gate that dies before acking: the reply is redelivered to the next consumer', async (t) => {
@@ -213,4 +213,14 @@ test('a gate that dies before acking: the reply is redelivered to the next consu
   await waitFor(() => second.seen.length === 1, { what: 'the reply to be redelivered to the second gate', timeoutMs: 15_000 });
   t.is(second.seen[0]?.eventKey, first.seen[0]?.eventKey);
   t.like(await waitFor(settled(ctx.nc), { what: 'the redelivered reply to be acked' }), { deliveries: 2 });
+});
+
+test("a genuine reply published on another hook's subject is terminated and never reaches the gate", async (t) => {
+  const ctx = await natsFor(t);
+  const { seen, onReply } = recordingOnReply();
+  await startSink(ctx, { onReply }).start();
+  // A reply for db-migrate (its replyid verifies) on the subject only another hook may publish to.
+  await sendReply(ctx.nc, 'db-migrate', completedEvent(requestEvent({ hook: 'db-migrate' })), { subject: 'prestart.replies.scanner' });
+  t.like(await waitFor(settled(ctx.nc), { what: 'the misplaced reply to be settled' }), { deliveries: 1 });
+  t.is(seen.length, 0);
 });

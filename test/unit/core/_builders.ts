@@ -16,6 +16,8 @@ import { applyReply } from '../../../gate/core/reply.ts';
 import type { Action, Decision, Observed } from '../../../gate/core/types.ts';
 
 export const T0 = new Date('2025-01-01T00:00:00.000Z');
+/** metadata.uid of the run `apply` creates; a test that re-creates the run gives it another. */
+export const RUN_UID = 'run-uid-1';
 export const at = (seconds: number): Date => new Date(T0.getTime() + seconds * 1000);
 
 export function hook(name: string, spec: Partial<PrestartHookSpec> & { allowed?: ContributionKind[] } = {}): PrestartHook {
@@ -80,7 +82,7 @@ export function apply(o: Observed, actions: readonly Action[]): Observed {
   for (const action of actions) {
     switch (action.type) {
       case 'createRun':
-        run = { namespace: revision.namespace, name: revision.name, spec: action.spec, status: action.status };
+        run = { namespace: revision.namespace, name: revision.name, uid: RUN_UID, spec: action.spec, status: action.status };
         break;
       case 'updateRunStatus':
         if (!run) throw new Error('updateRunStatus without a run');
@@ -103,6 +105,11 @@ export function apply(o: Observed, actions: readonly Action[]): Observed {
       case 'removeFinalizer':
         revision = { ...revision, finalizers: revision.finalizers.filter((f) => f !== CANCEL_FINALIZER) };
         break;
+      case 'setRevisionCondition': {
+        const others = (revision.conditions ?? []).filter((c) => c.type !== action.condition.type);
+        revision = { ...revision, conditions: [...others, action.condition] };
+        break;
+      }
       case 'sendRequest':
       case 'sendCancel':
       case 'recordEvent':
@@ -130,6 +137,7 @@ export function reply(run: PrestartRunView, hookName: string, overrides: Partial
     namespace: run.namespace,
     revision: run.name,
     revisionUID: run.spec.revisionUID,
+    runUID: run.uid,
     hook: hookName,
     attempt: current?.attempt ?? 1,
     outcome: 'succeeded',

@@ -146,7 +146,7 @@ test('a run whose status was never written gets one rebuilt from its spec', (t) 
   let o = observed(heldRevision(['db', 'ghost']), [hook('db')]);
   const [create] = ofType(decide(o), 'createRun');
   if (!create) throw new Error('no createRun');
-  o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', spec: create.spec } };
+  o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', uid: 'run-uid-1', spec: create.spec } };
   const d = decide(o);
   const [update] = ofType(d, 'updateRunStatus');
   t.deepEqual(

@@ -88,6 +88,44 @@ test('stale, future and unknown replies are rejected', (t) => {
   t.regex(reason(applyReply(run, reply(run, 'db', { revision: 'hello-00009' }), at(1))), /does not belong/);
 });
 
+test('a final reply for a hook that was never requested (still Pending) is refused and changes nothing', (t) => {
+  // warm (order 2) waits for db (order 1): a genuine reply for it cannot exist yet.
+  const run = requestedRun([hook('db', { order: 1 }), hook('warm', { order: 2 })]);
+  t.like(run.status?.hooks[1], { name: 'warm', phase: 'Pending', attempt: 1 });
+  for (const outcome of ['succeeded', 'failed', 'progress'] as const) {
+    const result = applyReply(run, reply(run, 'warm', { outcome, progress: 50 }), at(1));
+    t.like(result, { type: 'rejected', permanent: true }, outcome);
+    t.regex(
+      (result as { reason: string }).reason,
+      new RegExp(`hook warm has not been requested yet \\(attempt 1 is Pending\\); ${outcome} reply refused`),
+    );
+  }
+});
+
+test('a reply for an earlier run of the same Revision (deleted and created again) is refused, whatever its attempt', (t) => {
+  const run = requestedRun();
+  const earlier = reply(run, 'db', { runUID: 'run-uid-0', attempt: 1 });
+  const result = applyReply(run, earlier, at(1));
+  t.like(result, { type: 'rejected', permanent: true });
+  t.regex(
+    (result as { reason: string }).reason,
+    /^reply for an earlier PrestartRun team-a\/hello-00001 \(uid run-uid-0, now run-uid-1\): the run was deleted and started over/,
+  );
+  // A run view without its UID cannot tell runs apart: nothing is accepted for it.
+  t.like(applyReply({ ...run, uid: '' }, reply(run, 'db'), at(1)), { type: 'rejected', permanent: true });
+});
+
+test('across an upgrade: a v1 reply (no run UID) counts only for a run an earlier release created, never for a run of this one', (t) => {
+  const run = requestedRun();
+  const { runUID: _none, ...v1 } = reply(run, 'db');
+  t.like(applyReply({ ...run, legacyIds: true }, v1, at(1)), { type: 'applied' });
+  const refused = applyReply(run, v1, at(1));
+  t.like(refused, { type: 'rejected', permanent: true });
+  t.regex((refused as { reason: string }).reason, /uid none: a v1 id, now run-uid-1/);
+  // A v2 reply (naming a run) never counts for a legacy run: that run's requests carried v1 ids.
+  t.like(applyReply({ ...run, legacyIds: true }, reply(run, 'db'), at(1)), { type: 'rejected', permanent: true });
+});
+
 test('a reply for a hook that is no longer waiting is rejected', (t) => {
   const run = requestedRun();
   const status = run.status as PrestartRunStatus;
@@ -150,13 +188,14 @@ test('a hook that may not contribute anything has every contribution dropped', (
 
 test('a permanent refusal of a request fails the hook at once; a retriable one waits for the resend', (t) => {
   const run = requestedRun();
-  const ref = requestRef({ namespace: run.namespace, name: run.name, uid: run.spec.revisionUID }, 'db', 1);
+  const ref = requestRef({ namespace: run.namespace, name: run.name, uid: run.spec.revisionUID }, run.uid, 'db', 1);
   t.is(deliveryFailureReply(ref, { retriable: true, reason: 'POST http://db/: hook answered 503' }), undefined);
   const failure = deliveryFailureReply(ref, { retriable: false, reason: 'POST http://db/: hook answered 404' });
   t.deepEqual(failure, {
     namespace: run.namespace,
     revision: run.name,
     revisionUID: run.spec.revisionUID,
+    runUID: run.uid,
     hook: 'db',
     attempt: 1,
     outcome: 'failed',
@@ -171,7 +210,7 @@ test('a permanent refusal of a request fails the hook at once; a retriable one w
 test('an invalid synchronous answer fails the hook with the reason it was refused', (t) => {
   const run = requestedRun();
   const failure = invalidReplyFailure(
-    requestRef({ namespace: run.namespace, name: run.name, uid: run.spec.revisionUID }, 'cache', 1),
+    requestRef({ namespace: run.namespace, name: run.name, uid: run.spec.revisionUID }, run.uid, 'cache', 1),
     'bad replyid',
   );
   t.like(failure, { hook: 'cache', attempt: 1, outcome: 'failed', message: 'the hook answered with an invalid reply: bad replyid' });

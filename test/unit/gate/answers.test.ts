@@ -10,7 +10,7 @@ import { completedEvent, recordingOnReply, requestEvent } from '../../support/ev
 import { foreignKeys, keys } from '../../support/keys.ts';
 
 const log = pino({ level: 'silent' });
-const request = requestRef({ namespace: 'shop', name: 'web-00002', uid: 'uid-web-00002' }, 'db-migrate', 1);
+const request = requestRef({ namespace: 'shop', name: 'web-00002', uid: 'uid-web-00002' }, 'run-uid-web-00002', 'db-migrate', 1);
 
 function intake() {
   const { seen, onReply } = recordingOnReply();

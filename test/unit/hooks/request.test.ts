@@ -16,7 +16,7 @@ test('the protocol vector start-binary reads as a typed request', (t) => {
   t.deepEqual(request.allowedContributions, ['env', 'volume']);
   t.like(request.revision, { namespace: 'shop', name: 'checkout-00002', service: 'checkout', configuration: 'checkout' });
   t.is(request.revision.uid, '5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e');
-  t.is(request.event.id, '5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e/db-migrate/1');
+  t.is(request.event.id, '9d4e2b71-6c3a-4f8e-b5d0-7a1c3e9f2b64/db-migrate/1', '<runUID>/<hook>/<attempt>');
 });
 
 test('a handler changing its request does not change what the SDK remembers', (t) => {
@@ -33,8 +33,11 @@ test('a cancel names the same attempt as its start, though its id differs', (t) 
   const cancel = cancelEvent(start);
   t.not(cancel.id, start.id);
   t.is(attemptKey(parsed(cancel)), attemptKey(parsed(start)));
+  const uid = (start.data as { revision: { uid: string } }).revision.uid;
+  t.not(attemptKey(parsed(requestEvent({ attempt: 2, uid }))), attemptKey(parsed(start)));
   t.not(
-    attemptKey(parsed(requestEvent({ attempt: 2, uid: (start.data as { revision: { uid: string } }).revision.uid }))),
+    attemptKey(parsed(requestEvent({ attempt: 1, uid }))),
     attemptKey(parsed(start)),
+    'attempt 1 of a run created again for the same Revision is another request',
   );
 });

@@ -15,6 +15,7 @@ function replyFor(s: Scenario, outcome: Reply['outcome'], extra: Partial<Reply> 
     namespace: 'demo',
     revision: DEMO_REVISION,
     revisionUID: s.run.spec.revisionUID,
+    runUID: s.run.uid,
     hook: 'provision-db',
     attempt: 1,
     outcome,

@@ -16,6 +16,7 @@ const ref: CorrelationRef = {
   namespace: 'shop',
   revision: 'checkout-00002',
   revisionUID: '5b7c3a1e-9f0d-4c2b-8e61-0a4d2f3b7c9e',
+  runUID: '9d4e2b71-6c3a-4f8e-b5d0-7a1c3e9f2b64',
   hook: 'db-migrate',
   attempt: 3,
 };
@@ -69,6 +70,7 @@ test('changing the payload breaks the signature (tampering)', (t) => {
     { ...ref, attempt: 4 },
     { ...ref, hook: 'other' },
     { ...ref, revision: 'checkout-00003' },
+    { ...ref, runUID: 'a-run-created-later' },
   ]) {
     const payload = Buffer.from(JSON.stringify(changed)).toString('base64url');
     t.is(keys.verify(`${payload}.${signature}`), undefined);
@@ -114,25 +116,31 @@ test('mint refuses a ref that is not one', (t) => {
   t.throws(() => keys.mint({ ...ref, attempt: 0 }), { message: /attempt/ });
   t.throws(() => keys.mint({ ...ref, attempt: 1.5 }), { message: /attempt/ });
   t.throws(() => keys.mint({ ...ref, hook: '' }), { message: /hook/ });
+  t.throws(() => keys.mint({ ...ref, runUID: '' }), { message: /runUID/ });
 });
 
 test('a correctly signed payload that is not a ref is still refused', (t) => {
   // Signed by hand with the documented algorithm: the shape check must not rest on the MAC alone.
-  const sign = (payload: string) =>
-    createHmac('sha256', Buffer.from(vectors.keys.primary, 'hex')).update(`prestart.dev/correlationid/v1:${payload}`).digest('base64url');
+  const sign = (payload: string, version = 'v2') =>
+    createHmac('sha256', Buffer.from(vectors.keys.primary, 'hex'))
+      .update(`prestart.dev/correlationid/${version}:${payload}`)
+      .digest('base64url');
   const keys = KeyRing.fromHex(vectors.keys.primary);
   for (const json of [
     '{"namespace":"shop"}',
     '[]',
     '"x"',
     'null',
-    `{"namespace":"shop","revision":"r","revisionUID":"u","hook":"h","attempt":"1"}`,
+    `{"namespace":"shop","revision":"r","revisionUID":"u","runUID":"x","hook":"h","attempt":"1"}`,
+    // A v1 ref names no run: it could belong to any run of the Revision.
+    `{"namespace":"shop","revision":"r","revisionUID":"u","hook":"h","attempt":1}`,
   ]) {
     const payload = Buffer.from(json).toString('base64url');
     t.is(keys.verify(`${payload}.${sign(payload)}`), undefined, json);
   }
   const good = Buffer.from(JSON.stringify(ref)).toString('base64url');
   t.deepEqual(keys.verify(`${good}.${sign(good)}`), ref);
+  t.is(keys.verify(`${good}.${sign(good, 'v1')}`), undefined, 'a MAC made under the v1 context does not verify');
 });
 
 test('short or missing keys are refused', (t) => {
@@ -150,11 +158,44 @@ test("the key is copied, so changing the caller's buffer later does not change t
   t.deepEqual(keys.verify(id), ref);
 });
 
-test('request ids are stable per revision, hook and attempt, with a distinct cancel id', (t) => {
-  const uid = ref.revisionUID;
-  t.is(requestId(uid, 'db-migrate', 1, 'start'), `${uid}/db-migrate/1`);
-  t.is(requestId(uid, 'db-migrate', 1, 'start'), requestId(uid, 'db-migrate', 1, 'start'));
-  t.is(requestId(uid, 'db-migrate', 1, 'cancel'), `${uid}/db-migrate/1/cancel`);
-  t.not(requestId(uid, 'db-migrate', 2, 'start'), requestId(uid, 'db-migrate', 1, 'start'));
-  t.not(requestId(uid, 'cache', 1, 'start'), requestId(uid, 'db-migrate', 1, 'start'));
+test('request ids are stable per run, hook and attempt, with a distinct cancel id', (t) => {
+  const run = ref.runUID ?? 'run-uid';
+  t.is(requestId(run, 'db-migrate', 1, 'start'), `${run}/db-migrate/1`);
+  t.is(requestId(run, 'db-migrate', 1, 'start'), requestId(run, 'db-migrate', 1, 'start'));
+  t.is(requestId(run, 'db-migrate', 1, 'cancel'), `${run}/db-migrate/1/cancel`);
+  t.not(requestId(run, 'db-migrate', 2, 'start'), requestId(run, 'db-migrate', 1, 'start'));
+  t.not(requestId(run, 'cache', 1, 'start'), requestId(run, 'db-migrate', 1, 'start'));
+  // A run created again for the same Revision starts at attempt 1 again: only the run tells the ids apart.
+  t.not(requestId('another-run', 'db-migrate', 1, 'start'), requestId(run, 'db-migrate', 1, 'start'));
+});
+
+test('replace() swaps the keys in place: the same ring signs with the new key and verifies both while the old one stays', (t) => {
+  const oldKey = KeyRing.generateKey();
+  const newKey = KeyRing.generateKey();
+  const ring = new KeyRing([oldKey]);
+  const oldId = ring.mint(ref);
+  ring.replace([newKey, oldKey]);
+  const newId = ring.mint(ref);
+  t.not(newId, oldId);
+  t.deepEqual(new KeyRing([newKey]).verify(newId), ref, 'signed with the new first key');
+  t.deepEqual(ring.verify(oldId), ref);
+  ring.replace([newKey]);
+  t.is(ring.verify(oldId), undefined, 'dropped keys no longer verify');
+  t.throws(() => ring.replace([]), { message: /at least one key/ });
+  t.throws(() => ring.replace([new Uint8Array(8)]), { message: /at least 32/ });
+  t.deepEqual(ring.verify(newId), ref, 'a refused replacement leaves the ring as it was');
+});
+
+test('a v1 id (no run UID, an earlier release) verifies as v1 only: it never passes for a v2 id, nor a v2 id for v1', (t) => {
+  const keys = KeyRing.fromHex('42'.repeat(32));
+  const { runUID: _run, ...v1ref } = ref;
+  const v1 = keys.mint(v1ref);
+  t.deepEqual(keys.verify(v1), v1ref);
+  t.is(keys.verify(v1)?.runUID, undefined);
+  // Graft a v2 payload (naming a run) onto the v1 MAC, and the other way round: both refused.
+  const v2 = keys.mint(ref);
+  const [v1payload, v1mac] = v1.split('.');
+  const [v2payload, v2mac] = v2.split('.');
+  t.is(keys.verify(`${v2payload}.${v1mac}`), undefined);
+  t.is(keys.verify(`${v1payload}.${v2mac}`), undefined);
 });

@@ -10,17 +10,17 @@ import {
   toBinary,
   toStructured,
 } from '../../../schemas/index.ts';
-import { deadline, hook, revision } from '../../support/fixtures.ts';
+import { deadline, hook, revision, runUID } from '../../support/fixtures.ts';
 import { keys } from '../../support/keys.ts';
 
-const start = () => buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys });
+const start = () => buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys });
 
 test('a start request carries the attributes hooks and Trigger filters rely on', (t) => {
   const time = new Date('2025-06-01T12:00:00Z');
-  const event = buildRequested({ revision, hook, attempt: 2, deadline, action: 'start', keys, time, traceparent: '00-abc-def-01' });
+  const event = buildRequested({ revision, runUID, hook, attempt: 2, deadline, action: 'start', keys, time, traceparent: '00-abc-def-01' });
   t.like(event, {
     specversion: '1.0',
-    id: `${revision.uid}/db-migrate/2`,
+    id: `${runUID}/db-migrate/2`,
     source: '/apis/prestart.dev/v1alpha1/namespaces/shop/gate',
     type: REQUESTED_TYPE,
     subject: 'shop/checkout-00002',
@@ -34,6 +34,7 @@ test('a start request carries the attributes hooks and Trigger filters rely on',
     namespace: 'shop',
     revision: 'checkout-00002',
     revisionUID: revision.uid,
+    runUID,
     hook: 'db-migrate',
     attempt: 2,
   });
@@ -61,19 +62,19 @@ test('the data describes the Revision, the hook and what it may contribute', (t)
 });
 
 test('a resend has the same id and correlationid, so hooks can dedupe it', (t) => {
-  const first = buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys, time: new Date(1) });
-  const resend = buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys, time: new Date(60_000) });
+  const first = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys, time: new Date(1) });
+  const resend = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys, time: new Date(60_000) });
   t.is(resend.id, first.id);
   t.is(resend[EXT_CORRELATION_ID], first[EXT_CORRELATION_ID]);
   t.not(resend.time, first.time);
-  const retry = buildRequested({ revision, hook, attempt: 2, deadline, action: 'start', keys });
+  const retry = buildRequested({ revision, runUID, hook, attempt: 2, deadline, action: 'start', keys });
   t.not(retry.id, first.id);
 });
 
 test('a cancel is a request with action "cancel", a reason and its own id', (t) => {
-  const event = buildRequested({ revision, hook, attempt: 1, action: 'cancel', reason: 'Revision deleted', keys });
+  const event = buildRequested({ revision, runUID, hook, attempt: 1, action: 'cancel', reason: 'Revision deleted', keys });
   t.is(event.type, REQUESTED_TYPE);
-  t.is(event.id, `${revision.uid}/db-migrate/1/cancel`);
+  t.is(event.id, `${runUID}/db-migrate/1/cancel`);
   t.like(event.data, { action: 'cancel', reason: 'Revision deleted', attempt: 1 });
   t.false('deadline' in (event.data as object));
   t.is(event[EXT_CORRELATION_ID], start()[EXT_CORRELATION_ID]);
@@ -82,6 +83,7 @@ test('a cancel is a request with action "cancel", a reason and its own id', (t) 
 test('source and replyTo can be configured; params default to {}', (t) => {
   const event = buildRequested({
     revision,
+    runUID,
     hook: { ...hook, params: undefined },
     attempt: 1,
     deadline: new Date(deadline),
@@ -95,24 +97,24 @@ test('source and replyTo can be configured; params default to {}', (t) => {
 });
 
 test('a request that would break the schema is a bug and throws', (t) => {
-  t.throws(() => buildRequested({ revision, hook, attempt: 1, action: 'cancel', keys }), {
+  t.throws(() => buildRequested({ revision, runUID, hook, attempt: 1, action: 'cancel', keys }), {
     message: 'buildRequested: data: action "cancel" needs a reason',
   });
-  t.throws(() => buildRequested({ revision, hook, attempt: 1, action: 'start', keys }), { message: /needs a deadline/ });
-  t.throws(() => buildRequested({ revision, hook, attempt: 1, deadline: 'soon', action: 'start', keys }), {
+  t.throws(() => buildRequested({ revision, runUID, hook, attempt: 1, action: 'start', keys }), { message: /needs a deadline/ });
+  t.throws(() => buildRequested({ revision, runUID, hook, attempt: 1, deadline: 'soon', action: 'start', keys }), {
     message: /data\/deadline must match format "date-time"/,
   });
-  t.throws(() => buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys, replyTo: 'not a uri' }), {
+  t.throws(() => buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys, replyTo: 'not a uri' }), {
     message: /data\/replyTo/,
   });
-  t.throws(() => buildRequested({ revision, hook: { ...hook, name: 'DB' }, attempt: 1, deadline, action: 'start', keys }), {
+  t.throws(() => buildRequested({ revision, runUID, hook: { ...hook, name: 'DB' }, attempt: 1, deadline, action: 'start', keys }), {
     message: /data\/hook\/name must be a DNS-1123 subdomain/,
   });
 });
 
 test("the event does not share state with the caller's Revision", (t) => {
   const labels = { app: 'checkout' };
-  const event = buildRequested({ revision: { ...revision, labels }, hook, attempt: 1, deadline, action: 'start', keys });
+  const event = buildRequested({ revision: { ...revision, labels }, hook, runUID, attempt: 1, deadline, action: 'start', keys });
   labels.app = 'changed';
   t.like(event.data, { revision: { labels: { app: 'checkout' } } });
 });
@@ -136,7 +138,7 @@ test('a hook reads the request back from either mode', (t) => {
 
 test('a request with Revision annotations near the Kubernetes limit fits the default bound', (t) => {
   const annotations = { big: 'x'.repeat(250 * 1024) };
-  const event = buildRequested({ revision: { ...revision, annotations }, hook, attempt: 1, deadline, action: 'start', keys });
+  const event = buildRequested({ revision: { ...revision, annotations }, runUID, hook, attempt: 1, deadline, action: 'start', keys });
   t.true(parseRequested(toBinary(event)).ok);
   const small = parseRequested(toBinary(event), { maxBytes: 64 * 1024 });
   t.false(small.ok);
@@ -145,7 +147,7 @@ test('a request with Revision annotations near the Kubernetes limit fits the def
 
 test('a hook does not need the key to read a request', (t) => {
   const other = new KeyRing([KeyRing.generateKey()]);
-  const event = buildRequested({ revision, hook, attempt: 1, deadline, action: 'start', keys: other });
+  const event = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys: other });
   t.true(parseRequested(toBinary(event)).ok);
 });
 

@@ -17,6 +17,7 @@ interface Vector {
 const root = new URL('../../../schemas/vectors/', import.meta.url);
 const correlation = JSON.parse(readFileSync(new URL('correlation.json', root), 'utf8')) as {
   keys: { primary: string; previous: string };
+  ref: { runUID: string };
 };
 const keys = KeyRing.fromHex(correlation.keys.primary, correlation.keys.previous);
 
@@ -100,6 +101,7 @@ test('the gate builds exactly the start-binary vector from the same inputs', (t)
   const event = buildRequested({
     revision: data.revision,
     hook: { name: data.hook.name, params: data.hook.params, allowedContributions: ['env', 'volume'] },
+    runUID: correlation.ref.runUID,
     attempt: 1,
     deadline: data.deadline,
     action: 'start',

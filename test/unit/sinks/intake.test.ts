@@ -41,7 +41,16 @@ test('a throwing onReply is transient, a rejecting one is permanent', async (t) 
 });
 
 test('HTTP answers: 2xx without a body for taken replies, 4xx with the reason for permanent refusals, 503 for transient', async (t) => {
-  const reply = { namespace: 'n', revision: 'r', revisionUID: 'u', hook: 'h', attempt: 1, outcome: 'succeeded' as const, eventKey: 'k' };
+  const reply = {
+    namespace: 'n',
+    revision: 'r',
+    revisionUID: 'u',
+    runUID: 'ru',
+    hook: 'h',
+    attempt: 1,
+    outcome: 'succeeded' as const,
+    eventKey: 'k',
+  };
   t.deepEqual(httpAnswer({ outcome: 'applied', reply }), { status: 202 });
   t.deepEqual(httpAnswer({ outcome: 'duplicate', reply }), { status: 202 });
   t.deepEqual(httpAnswer({ outcome: 'rejected', reply, reason: 'unknown hook' }), { status: 422, error: 'unknown hook' });

@@ -17,7 +17,8 @@ const find = (kind: string, name: string): Doc => {
 const get = (doc: unknown, path: string): any => path.split('.').reduce((v: any, k) => v?.[k], doc);
 
 test('every manifest parses and names itself as part of knative-prestart', (t) => {
-  t.deepEqual(files.sort(), [
+  // The install's backbone is there (new manifests may join; each must parse and be labelled).
+  for (const name of [
     '100-prestarthook-crd.yaml',
     '100-prestartrun-crd.yaml',
     '200-hold-policy.yaml',
@@ -26,7 +27,10 @@ test('every manifest parses and names itself as part of knative-prestart', (t) =
     '500-gate.yaml',
     '600-builtin-hooks.yaml',
     '610-approval-policy.yaml',
-  ]);
+    '620-builtin-hook-deployments.yaml',
+  ]) {
+    t.true(files.includes(name), `config/${name} is missing`);
+  }
   for (const d of docs) {
     t.truthy(d.metadata?.name, `${d.kind} without a name`);
     t.is(d.metadata?.labels?.['app.kubernetes.io/part-of'], 'knative-prestart', `${d.kind} ${d.metadata?.name}`);
@@ -60,7 +64,7 @@ test('a PrestartHook left at its defaults waits 10m, resends every 30s, fails cl
 });
 
 test('each policy fails closed and is bound to deny', (t) => {
-  for (const name of ['prestart-hold-deployments', 'prestart-protect-revisions', 'prestart-protect-runs']) {
+  for (const name of ['prestart-hold-deployments', 'prestart-protect-revisions', 'prestart-protect-runs', 'prestart-stamp-revisions']) {
     t.is(get(find('ValidatingAdmissionPolicy', name), 'spec.failurePolicy'), 'Fail', name);
     const binding = find('ValidatingAdmissionPolicyBinding', name);
     t.is(get(binding, 'spec.policyName'), name);
@@ -76,6 +80,20 @@ test("the gate's identity holds the verb the policies ask the authorizer for", (
   const binding = find('ClusterRoleBinding', 'knative-prestart-gate');
   t.deepEqual(get(binding, 'subjects'), [{ kind: 'ServiceAccount', name: 'knative-prestart-gate', namespace: 'knative-prestart' }]);
   t.is(get(find('Deployment', 'knative-prestart-gate'), 'spec.template.spec.serviceAccountName'), 'knative-prestart-gate');
+});
+
+test('the stamp policy checks the Revisions the webhook sees: CREATE, outside the same namespaces', (t) => {
+  const policy = find('ValidatingAdmissionPolicy', 'prestart-stamp-revisions');
+  const webhook = get(find('MutatingWebhookConfiguration', 'knative-prestart'), 'webhooks.0');
+  t.is(webhook.name, 'revisions.prestart.dev');
+  t.is(webhook.failurePolicy, 'Ignore');
+  t.deepEqual(get(policy, 'spec.matchConstraints.namespaceSelector'), webhook.namespaceSelector);
+  t.deepEqual(get(policy, 'spec.matchConstraints.resourceRules.0.operations'), webhook.rules[0].operations);
+  t.deepEqual(get(policy, 'spec.paramKind'), { apiVersion: 'prestart.dev/v1alpha1', kind: 'PrestartHook' });
+  t.deepEqual(get(find('ValidatingAdmissionPolicyBinding', 'prestart-stamp-revisions'), 'spec.paramRef'), {
+    selector: {},
+    parameterNotFoundAction: 'Allow',
+  });
 });
 
 test('the webhooks reach the Service port that leads to the webhook container port', (t) => {

@@ -36,17 +36,29 @@ test('the local form calls the gate by URL and trusts the given CA', (t) => {
   t.is(config.metadata?.labels?.['prestart.dev/gate'], 'a');
 });
 
-test('both webhooks fail closed, have no side effects, and only pods labelled for injection are sent', (t) => {
+test('the Revision webhook fails open behind the stamp policy; bindings fail closed, only where a pod spec is written', (t) => {
   const config = buildWebhookConfiguration({ name: 'knative-prestart', service });
-  const [revisions, pods] = config.webhooks ?? [];
+  const [revisions, pods, deployments] = config.webhooks ?? [];
   t.is(revisions?.name, 'revisions.prestart.dev');
   t.deepEqual(revisions?.rules, [
     { apiGroups: ['serving.knative.dev'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['revisions'], scope: 'Namespaced' },
   ]);
+  t.is(revisions?.failurePolicy, 'Ignore', 'config/210-stamp-policy.yaml refuses what a hook matches');
   t.is(pods?.name, 'pods.prestart.dev');
   t.deepEqual(pods?.objectSelector, { matchLabels: { 'prestart.dev/inject': 'true' } });
-  for (const hook of [revisions, pods]) {
-    t.is(hook?.failurePolicy, 'Fail');
+  t.deepEqual(
+    pods?.matchConditions?.map((c) => c.expression),
+    ["!('prestart.dev/injected' in object.metadata.?annotations.orValue({}))"],
+  );
+  t.is(deployments?.name, 'deployments.prestart.dev');
+  t.deepEqual(deployments?.rules?.[0]?.operations, ['CREATE', 'UPDATE']);
+  t.deepEqual(deployments?.objectSelector, { matchLabels: { 'prestart.dev/inject': 'true' } });
+  t.deepEqual(
+    deployments?.matchConditions?.map((c) => c.expression),
+    ["request.operation == 'CREATE' || object.spec.template.spec != oldObject.spec.template.spec"],
+  );
+  for (const hook of [pods, deployments]) t.is(hook?.failurePolicy, 'Fail');
+  for (const hook of [revisions, pods, deployments]) {
     t.is(hook?.sideEffects, 'None');
     t.is(hook?.timeoutSeconds, 5);
     t.is(hook?.reinvocationPolicy, 'Never');
@@ -83,8 +95,10 @@ test('a configuration read back with the apiserver defaults and extra labels nee
   const asStored = structuredClone(desired);
   asStored.metadata = { ...asStored.metadata, resourceVersion: '42', uid: 'u', labels: { ...asStored.metadata?.labels, extra: 'x' } };
   for (const hook of asStored.webhooks ?? []) {
-    hook.matchConditions = [];
-    if (hook.name === 'revisions.prestart.dev') delete hook.objectSelector;
+    if (hook.name === 'revisions.prestart.dev') {
+      hook.matchConditions = [];
+      delete hook.objectSelector;
+    }
   }
   t.true(sameWebhookConfiguration(desired, asStored));
 });

@@ -1,0 +1,112 @@
+// `kn prestart plan`: which hooks a new Revision of a Service would get, in which order, and why
+// each matched (or did not). Pure: the same matching the stamping webhook uses (gate/core/match.ts
+// hooksFor), over a Revision built from the Service's template the way Knative builds it.
+import type { LabelSelector, PrestartHook, RevisionView } from '../../api/types.ts';
+import { hookMatches, hooksFor, labelSelectorMatches } from '../../gate/core/index.ts';
+
+/** The parts of a Knative Service (or Configuration) plan reads. */
+export interface ServiceLike {
+  kind?: string;
+  metadata?: { name?: string; namespace?: string };
+  spec?: {
+    template?: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec?: { containers?: Array<{ image?: string }> };
+    };
+  };
+}
+
+/** The Revision Knative would create next: the template's labels and annotations, plus Knative's own labels. */
+export function nextRevisionOf(service: ServiceLike, namespace: string): RevisionView {
+  const name = service.metadata?.name ?? '';
+  const template = service.spec?.template ?? {};
+  const isService = (service.kind ?? 'Service') === 'Service';
+  const labels: Record<string, string> = {
+    ...(template.metadata?.labels ?? {}),
+    'serving.knative.dev/configuration': name,
+    ...(isService ? { 'serving.knative.dev/service': name } : {}),
+  };
+  return {
+    namespace,
+    name: `${name}-next`,
+    uid: '',
+    configuration: name,
+    ...(isService ? { service: name } : {}),
+    labels,
+    annotations: { ...(template.metadata?.annotations ?? {}) },
+    images: (template.spec?.containers ?? []).flatMap((c) => (c.image ? [c.image] : [])),
+    createdAt: new Date(0),
+    deleting: false,
+    finalizers: [],
+  };
+}
+
+function selectorText(s: LabelSelector): string {
+  const terms = [
+    ...Object.entries(s.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`),
+    ...(s.matchExpressions ?? []).map((e) => `${e.key} ${e.operator}${e.values ? ` (${e.values.join(', ')})` : ''}`),
+  ];
+  return terms.length > 0 ? terms.join(', ') : 'everything';
+}
+
+/** Why a hook matched: each criterion of its match, as it held. */
+function whyMatched(hook: PrestartHook): string {
+  const m = hook.spec.match ?? {};
+  const parts: string[] = [];
+  if (m.annotation)
+    parts.push(`annotation ${m.annotation.key}${m.annotation.value !== undefined ? `=${m.annotation.value}` : ''} on the template`);
+  if (m.namespaceSelector) parts.push(`namespace labels match ${selectorText(m.namespaceSelector)}`);
+  if (m.revisionSelector) parts.push(`Revision labels match ${selectorText(m.revisionSelector)}`);
+  return parts.length > 0 ? parts.join('; ') : 'its match is empty: every Revision outside the system namespaces';
+}
+
+/** Why a hook did not match: the first criterion that failed. */
+function whyNot(hook: PrestartHook, revision: RevisionView, namespaceLabels: Readonly<Record<string, string>>): string {
+  const m = hook.spec.match ?? {};
+  if (m.annotation) {
+    const { key, value } = m.annotation;
+    if (!Object.hasOwn(revision.annotations, key)) return `no annotation ${key} on the template`;
+    if (value !== undefined && revision.annotations[key] !== value)
+      return `annotation ${key} is "${revision.annotations[key]}", not "${value}"`;
+  }
+  if (!labelSelectorMatches(m.namespaceSelector, namespaceLabels))
+    return `namespace labels do not match ${selectorText(m.namespaceSelector ?? {})}`;
+  return `Revision labels do not match ${selectorText(m.revisionSelector ?? {})}`;
+}
+
+export function renderPlan(
+  service: ServiceLike,
+  namespace: string,
+  namespaceLabels: Readonly<Record<string, string>>,
+  hooks: readonly PrestartHook[],
+): string {
+  const revision = nextRevisionOf(service, namespace);
+  const applied = hooksFor(revision, namespaceLabels, hooks);
+  const name = service.metadata?.name ?? '';
+  const lines: string[] = [];
+  if (applied.length === 0) {
+    lines.push(`A new Revision of ${name} in ${namespace} would start at once: no PrestartHook applies.`);
+  } else {
+    lines.push(
+      `A new Revision of ${name} in ${namespace} would be held for ${applied.length} hook${applied.length === 1 ? '' : 's'}, in this order:`,
+    );
+    for (const h of applied) {
+      const s = h.spec;
+      const traits = [
+        `order ${s.order ?? 0}`,
+        s.mode === 'Audit' ? 'Audit: never holds' : `failurePolicy ${s.failurePolicy ?? 'Fail'}`,
+        `timeout ${s.timeout ?? '10m'}`,
+        ...(s.heartbeatTimeout ? [`heartbeat ${s.heartbeatTimeout}`] : []),
+      ];
+      lines.push(`  ${h.name} (${traits.join(', ')}): ${whyMatched(h)}`);
+    }
+    lines.push('Hooks of the same order run in parallel; a higher order starts once the lower ones passed.');
+  }
+  const others = hooks.filter((h) => !hookMatches(h, revision, namespaceLabels));
+  if (others.length > 0) {
+    lines.push('Not applied:');
+    for (const h of [...others].sort((a, b) => (a.name < b.name ? -1 : 1)))
+      lines.push(`  ${h.name}: ${whyNot(h, revision, namespaceLabels)}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,58 @@
+// Connections to the apiserver kept and reused. client-node 1.x builds a new https.Agent for
+// every API request (KubeConfig.applySecurityAuthentication), so every status write, patch and
+// read paid a TCP connect and a TLS handshake with client-certificate verification, on both
+// sides: under a burst of releases on a small machine that, not the writes, was most of the
+// time. One keep-alive agent per TLS identity carries them all.
+import { createHash } from 'node:crypto';
+import { Agent } from 'node:https';
+import type { RequestContext } from '@kubernetes/client-node';
+
+/**
+ * Idle connections are closed after this long, before the apiserver's own idle timeout (90 s):
+ * a request never goes out on a connection the server is closing at that instant.
+ */
+const IDLE_MS = 60_000;
+/**
+ * Connections per identity at most: a burst (a hundred replies at once) waits a moment for a
+ * kept connection rather than opening a hundred and paying a hundred handshakes.
+ */
+const MAX_CONNECTIONS = 32;
+
+export class ConnectionPool {
+  private readonly agents = new Map<string, Agent>();
+
+  /** Puts the pooled agent for the request's TLS settings in place of the one-off agent client-node made. */
+  reuse(context: RequestContext): void {
+    const made = context.getAgent();
+    // A proxy agent (cluster.proxyUrl) or a plain-HTTP one: left as client-node made it.
+    if (!made || made.constructor !== Agent) return;
+    const options = (made as Agent).options;
+    const key = fingerprint(options);
+    let pooled = this.agents.get(key);
+    if (!pooled) {
+      pooled = new Agent({ ...options, keepAlive: true, timeout: IDLE_MS, maxSockets: MAX_CONNECTIONS });
+      this.agents.set(key, pooled);
+    }
+    context.setAgent(pooled);
+  }
+
+  /** Closes every kept connection. */
+  close(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+}
+
+/** What makes two agents' connections interchangeable: the CA, the client identity, the TLS knobs. */
+function fingerprint(o: Agent['options']): string {
+  const hash = createHash('sha256');
+  const feed = (part: unknown): void => {
+    if (Array.isArray(part)) for (const p of part) feed(p);
+    else if (part === undefined) hash.update('\0');
+    else if (typeof part === 'string' || part instanceof Uint8Array) hash.update(part);
+    else hash.update(JSON.stringify(part));
+    hash.update('\x01');
+  };
+  for (const part of [o.ca, o.cert, o.key, o.pfx, o.passphrase, o.servername, String(o.rejectUnauthorized)]) feed(part);
+  return hash.digest('hex');
+}

@@ -1,0 +1,131 @@
+// What the gate's caches keep of each object: what its decisions, webhooks and request events
+// read, nothing else. A cluster with 10,000 Revisions and their PrestartRuns would otherwise cost
+// the gate ~130 MiB of cached JSON (managed fields, pod specs, Knative's status), and twice that
+// while a re-list is parsed next to the old cache. The informers apply these to every object
+// they receive, from the list and from the watch (gate/shell/informer.ts).
+//
+//   held Revision   metadata without managedFields/ownerReferences, the containers' images, and
+//                   of its status only the gate's own condition (PRESTART_CONDITION)
+//   any Revision    a stub: name, uid, configuration and its generation, our finalizer; from
+//                   PartialObjectMetadata (the apiserver sends no spec or status at all)
+//   Route           the Revision names its traffic targets
+//   PrestartRun     without managedFields; once Released or Cancelled (final: decide() never
+//                   writes it again) only its uid, phase, the hooks that contributed bindings
+//                   (the pod webhook injects those) and the Ready condition of a cancelled run
+import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
+import type { RevisionObject, RouteObject, RunObject } from '../../api/resources.ts';
+import { CANCEL_FINALIZER, type HookStatus, PRESTART_CONDITION, type PrestartRunStatus } from '../../api/types.ts';
+
+/** Accept headers that make the apiserver send PartialObjectMetadata(List): metadata only. */
+export const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+export const METADATA_ONLY_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
+export const CONFIGURATION_LABEL = 'serving.knative.dev/configuration';
+export const CONFIGURATION_GENERATION_LABEL = 'serving.knative.dev/configurationGeneration';
+
+/**
+ * One copy of the strings many cached objects repeat (namespaces, Configuration names, phases,
+ * hook names): JSON.parse makes a new string for every occurrence.
+ */
+const interned = new Map<string, string>();
+function intern<T extends string | undefined>(value: T): T {
+  if (value === undefined) return value;
+  const known = interned.get(value);
+  if (known !== undefined) return known as T;
+  // Unbounded in principle; in practice namespaces, Configurations and hooks, not per-object names.
+  interned.set(value, value);
+  return value;
+}
+
+/** Shared, frozen: the many slim objects that have none point at the same empty list. */
+const NONE = Object.freeze([]) as unknown as never[];
+const GATE_FINALIZER_ONLY = Object.freeze([CANCEL_FINALIZER]) as unknown as string[];
+
+/** The metadata fields every view keeps: identity, the version the cache compares, deletion. */
+function identity(md: V1ObjectMeta | undefined, withUid = true): V1ObjectMeta {
+  const out: V1ObjectMeta = { name: md?.name, resourceVersion: md?.resourceVersion };
+  if (withUid) out.uid = md?.uid;
+  if (md?.namespace) out.namespace = intern(md.namespace);
+  if (md?.deletionTimestamp) out.deletionTimestamp = md.deletionTimestamp;
+  return out;
+}
+
+/** A held Revision as decide() and the request event read it (toRevisionView). */
+export function heldRevisionView(obj: RevisionObject): RevisionObject {
+  const md = obj.metadata;
+  const metadata: V1ObjectMeta = { ...identity(md), creationTimestamp: md?.creationTimestamp };
+  if (md?.labels) metadata.labels = md.labels;
+  if (md?.annotations) metadata.annotations = md.annotations;
+  if (md?.finalizers?.length) metadata.finalizers = md.finalizers;
+  const containers = (obj.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image }));
+  const view: RevisionObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec: { containers } };
+  const conditions = obj.status?.conditions?.filter((c) => c.type === PRESTART_CONDITION);
+  if (conditions?.length) view.status = { conditions };
+  return view;
+}
+
+/**
+ * Any Revision, for supersession (which Revisions a Configuration has, and their generations) and
+ * for the one thing an unheld Revision can still need from the gate: its cancel finalizer removed.
+ */
+export function revisionStub(obj: KubernetesObject): KubernetesObject {
+  const md = obj.metadata;
+  const metadata = identity(md, false);
+  const configuration = md?.labels?.[CONFIGURATION_LABEL];
+  if (configuration !== undefined) {
+    metadata.labels = { [CONFIGURATION_LABEL]: intern(configuration) };
+    const generation = md?.labels?.[CONFIGURATION_GENERATION_LABEL];
+    if (generation !== undefined) metadata.labels[CONFIGURATION_GENERATION_LABEL] = intern(generation);
+  }
+  if (md?.finalizers?.includes(CANCEL_FINALIZER)) metadata.finalizers = GATE_FINALIZER_ONLY;
+  return { metadata };
+}
+
+/** A Route as namedByTraffic reads it. */
+export function routeView(obj: RouteObject): RouteObject {
+  const traffic = (obj.spec?.traffic ?? []).flatMap((t) => (t.revisionName ? [{ revisionName: t.revisionName }] : []));
+  return { metadata: identity(obj.metadata, false), spec: { traffic } };
+}
+
+/**
+ * Released and Cancelled are final: decide() never writes such a run again (rules 2, 4, 8, 9), so
+ * the cache keeps it slim (runView) and no status is ever written from it (apply.ts).
+ */
+export function isFinished(run: Pick<RunObject, 'status'> | undefined): boolean {
+  const phase = run?.status?.phase;
+  return phase === 'Released' || phase === 'Cancelled';
+}
+
+/**
+ * A PrestartRun as the controller, the webhooks and the reply recorder read it: whole (without
+ * managed fields) while it may still be written; once finished, what its readers look at: the
+ * run's uid (the Deployment webhook's marker), the Revision UID, the phase, the hooks that
+ * contributed bindings and their contributions (the Pod and Deployment webhooks, the inject
+ * label), and a cancelled run's Ready condition (its hold reason).
+ */
+export function runView(obj: RunObject): RunObject {
+  const md = obj.metadata;
+  if (!isFinished(obj) || !obj.status) {
+    const metadata: V1ObjectMeta = { ...identity(md), creationTimestamp: md?.creationTimestamp };
+    if (md?.generation !== undefined) metadata.generation = md.generation;
+    if (md?.labels) metadata.labels = md.labels;
+    if (md?.annotations) metadata.annotations = md.annotations;
+    const whole: RunObject = { apiVersion: intern(obj.apiVersion), kind: intern(obj.kind), metadata, spec: obj.spec };
+    if (obj.status) whole.status = obj.status;
+    return whole;
+  }
+  return { metadata: identity(md), spec: { revisionUID: obj.spec?.revisionUID, hooks: NONE }, status: slimStatus(obj.status) };
+}
+
+function slimStatus(status: PrestartRunStatus): PrestartRunStatus {
+  const contributed = status.hooks.filter((h) => h.contributions?.length);
+  const hooks =
+    contributed.length === 0
+      ? NONE
+      : contributed.map(
+          (h): HookStatus => ({ name: intern(h.name), phase: intern(h.phase), attempt: h.attempt, contributions: h.contributions }),
+        );
+  // A cancelled run's Ready message is the hold reason decide() keeps on the Revision (rule 9).
+  const conditions = status.phase === 'Cancelled' ? status.conditions.filter((c) => c.type === 'Ready') : NONE;
+  return { phase: intern(status.phase), hooks, conditions };
+}

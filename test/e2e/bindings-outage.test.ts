@@ -1,0 +1,160 @@
+// With Knative Serving's own controllers: the bindings a hook contributed are projected into the
+// pod template of the Revision's Deployment when Knative creates it, and Knative keeps them (it
+// compares its deployment-hash label, not the spec; when its own configuration changes the spec it
+// updates the Deployment, and the gate projects them again). So with every gate replica down:
+//   - a released Service's pods are replaced (and scaled) with their bindings;
+//   - a Service no hook matches rolls out as usual;
+//   - a Service a hook matches cannot roll out: the stamp policy refuses Knative's Revision, Knative
+//     says why on the Configuration and retries, and once the gate is back the Revision is held and
+//     released. Its current Revision keeps serving all along.
+// Real here: Knative's reconcilers and webhook, Kubernetes' controllers, the gate, the policies.
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import test from 'ava';
+import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '../../devcluster/gate/hook-server.ts';
+import { syncReply } from '../../devcluster/gate/replies.ts';
+import { isHeld } from '../../devcluster/gate/revisions.ts';
+import { condition, Knative, type KnativeObject, readyPodOf, waitForRevision } from '../../devcluster/knative-client.ts';
+import { KNATIVE_NAMESPACE, type KnativeServing, QUEUE_SIDECAR_IMAGE, startKnativeServing } from '../../devcluster/knative-serving.ts';
+import { waitFor } from '../../devcluster/wait.ts';
+
+const BINDING = { 'serving-binding': 'shop-db' };
+let env: GateEnv;
+let serving: KnativeServing;
+let kn: Knative;
+let hook: HookServer;
+let apps: AppsV1Api;
+let core: CoreV1Api;
+
+test.before(async () => {
+  env = await gateEnv('e2eout');
+  serving = await startKnativeServing(env.cluster, { progress: (line) => process.stderr.write(`e2e: ${line}\n`) });
+  kn = new Knative(env.admin, env.namespace);
+  apps = env.admin.makeApiClient(AppsV1Api);
+  core = env.admin.makeApiClient(CoreV1Api);
+  await core.createNamespacedSecret({
+    namespace: env.namespace,
+    body: { metadata: { name: 'shop-db' }, stringData: { uri: 'postgres://shop' } },
+  });
+  hook = await startHookServer(async (req) =>
+    syncReply(req, 'succeeded', {
+      contributions: [
+        { name: 'db-env', secretName: 'shop-db', as: 'env', env: { DATABASE_URL: 'uri' } },
+        { name: 'db', secretName: 'shop-db', as: 'volume' },
+      ],
+    }),
+  );
+  const name = `${env.instance}-db`;
+  await env.createHook(name, {
+    match: env.annotationMatch('serving-binding', 'shop-db'),
+    contributions: { allowed: ['env', 'volume'] },
+    delivery: { transport: 'http', url: hook.url },
+  });
+  await env.waitUntilStamped(name, BINDING);
+});
+
+test.afterEach.always(async (t) => {
+  if (t.passed) return;
+  t.log(`hook requests: ${hook.requests.map((r) => `${r.data.revision.name}/${r.data.action}`).join(', ') || 'none'}`);
+  for (const name of ['shop-00001', 'shop-00002']) t.log(`${name}: run ${JSON.stringify((await env.getRun(name))?.status ?? null)}`);
+});
+
+test.after.always(async () => {
+  await setQueueImage(QUEUE_SIDECAR_IMAGE).catch(() => undefined);
+  await hook?.close();
+  await env?.stop();
+  await serving?.stop();
+});
+
+const revision = (name: string, what: string, ok: (rev: KnativeObject) => boolean, timeoutMs = 90_000) =>
+  waitForRevision(kn, name, what, ok, { timeoutMs, logs: serving.controllerLog });
+const ready = (name: string) => revision(name, 'Ready=True', (r) => condition(r, 'Ready')?.status === 'True');
+const deploymentOf = (rev: string) => apps.readNamespacedDeployment({ name: `${rev}-deployment`, namespace: env.namespace });
+
+function bindingsIn(spec: V1Pod['spec']): boolean {
+  const app = spec?.containers.find((c) => c.name === 'user-container');
+  const queue = spec?.containers.find((c) => c.name === 'queue-proxy');
+  return Boolean(
+    app?.env?.some((e) => e.name === 'DATABASE_URL' && e.valueFrom?.secretKeyRef?.name === 'shop-db') &&
+      app?.volumeMounts?.some((m) => m.mountPath === '/bindings/db') &&
+      spec?.volumes?.some((v) => v.secret?.secretName === 'shop-db') &&
+      !queue?.env?.some((e) => e.name === 'DATABASE_URL'),
+  );
+}
+
+/** Knative's queue-proxy image: changing it changes every Revision's Deployment spec, so Knative updates them. */
+async function setQueueImage(image: string): Promise<void> {
+  await core.patchNamespacedConfigMap(
+    { name: 'config-deployment', namespace: KNATIVE_NAMESPACE, body: { data: { 'queue-sidecar-image': image } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+test.serial("the bindings are in the Deployment's pod template, and Knative keeps them there", async (t) => {
+  await kn.createService('shop', { annotations: BINDING });
+  await ready('shop-00001');
+  const made = await deploymentOf('shop-00001');
+  t.true(bindingsIn(made.spec?.template.spec), 'projected into the template when Knative created the Deployment');
+  t.truthy(made.spec?.template.metadata?.annotations?.['prestart.dev/injected']);
+  t.is(made.metadata?.generation, 1, 'Knative reconciled the Revision to Ready without rewriting the Deployment');
+  t.true(bindingsIn((await readyPodOf(core, env.namespace, 'shop-00001')).spec));
+
+  // Knative's own configuration changes the Deployment's spec: Knative updates it, the gate projects again.
+  await setQueueImage(`${QUEUE_SIDECAR_IMAGE}-next`);
+  const updated: V1Deployment = await waitFor(
+    async () => {
+      const d = await deploymentOf('shop-00001');
+      return d.spec?.template.spec?.containers.some((c) => c.image === `${QUEUE_SIDECAR_IMAGE}-next`) ? d : undefined;
+    },
+    { timeoutMs: 90_000, what: 'Knative to update the Deployment for its new queue-proxy image' },
+  );
+  t.true((updated.metadata?.generation ?? 0) > 1);
+  t.true(bindingsIn(updated.spec?.template.spec), 'still there after Knative rewrote the spec');
+  await setQueueImage(QUEUE_SIDECAR_IMAGE);
+});
+
+test.serial(
+  'every gate replica down: pods are replaced with their bindings; only a rollout a hook holds waits, and goes on once the gate is back',
+  async (t) => {
+    await env.gate.stop();
+    const before = await readyPodOf(core, env.namespace, 'shop-00001');
+    await core.deleteNamespacedPod({ name: before.metadata?.name ?? '', namespace: env.namespace });
+    const replacement = await waitFor(
+      async () =>
+        (await core.listNamespacedPod({ namespace: env.namespace, labelSelector: 'serving.knative.dev/revision=shop-00001' })).items.find(
+          (p) => p.metadata?.name !== before.metadata?.name && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        ),
+      { timeoutMs: 60_000, what: 'the ReplicaSet to replace the pod while no gate runs' },
+    );
+    t.true(bindingsIn(replacement.spec), 'the replacement has its bindings');
+
+    await kn.createService('plain');
+    const plain = await ready('plain-00001');
+    t.false(isHeld(plain), 'a Service no hook matches rolls out as usual');
+
+    await kn.updateService('shop', { annotations: BINDING, env: { VERSION: '2' } });
+    const refused = await waitFor(
+      async () => {
+        const cfg = (await env.custom.getNamespacedCustomObject({
+          group: 'serving.knative.dev',
+          version: 'v1',
+          plural: 'configurations',
+          namespace: env.namespace,
+          name: 'shop',
+        })) as KnativeObject;
+        const c = condition(cfg, 'Ready');
+        return c?.status === 'False' && /prestart-stamp-revisions/.test(c.message ?? '') ? c : undefined;
+      },
+      { timeoutMs: 60_000, what: 'Knative to report the refused Revision on Configuration shop' },
+    );
+    t.log(`Configuration shop: ${refused.reason}: ${refused.message}`);
+    t.is(await kn.revision('shop-00002'), undefined, 'no Revision was created unheld');
+    t.is(condition(await kn.revision('shop-00001'), 'Ready')?.status, 'True', 'the current Revision keeps serving');
+
+    await env.startGate();
+    const held = await revision('shop-00002', 'created by Knative once the gate is back', () => true, 120_000);
+    t.truthy(held.metadata?.annotations?.['prestart.dev/hooks'], 'stamped');
+    await ready('shop-00002');
+    t.true(bindingsIn((await readyPodOf(core, env.namespace, 'shop-00002')).spec));
+  },
+);

@@ -1,0 +1,234 @@
+// `kn prestart list | why | retry | release --force` against the real local control plane and a
+// gate: what a person reads about a held Revision, the retry that re-runs its failed hook, and
+// the audited break glass that only a cluster-wide grant of the verb force-release may use.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
+import test from 'ava';
+import { Command } from 'commander';
+import { RUNS } from '../../../api/resources.ts';
+import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, PRESTART_CONDITION } from '../../../api/types.ts';
+import { registerPrestartCommands } from '../../../cli/prestart/commands.ts';
+import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
+import { syncReply } from '../../../devcluster/gate/replies.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
+
+let env: GateEnv;
+let hookServer: HookServer;
+let hookName: string;
+let tenantConfig: string;
+let breakGlassConfig: string;
+const KEY = 'cli-check';
+
+test.before(async () => {
+  env = await gateEnv('cli');
+  // Attempt 1 fails, a retried attempt succeeds.
+  hookServer = await startHookServer(async (req) =>
+    req.data.attempt === 1 ? syncReply(req, 'failed', { message: 'quota exceeded' }) : syncReply(req, 'succeeded', { message: 'fixed' }),
+  );
+  hookName = `${env.instance}-check`;
+  await env.createHook(hookName, {
+    match: env.annotationMatch(KEY, 'yes'),
+    timeout: '10m',
+    delivery: { transport: 'http', url: hookServer.url },
+  });
+  await env.waitUntilStamped(hookName, { [KEY]: 'yes' });
+
+  const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
+  // A namespace owner: every verb on the project's resources, in their namespace only.
+  await rbac.createNamespacedRole({
+    namespace: env.namespace,
+    body: { metadata: { name: 'owner' }, rules: [{ apiGroups: ['prestart.dev'], resources: ['*'], verbs: ['*'] }] },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: env.namespace,
+    body: {
+      metadata: { name: 'owner' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'owner' },
+      subjects: [{ kind: 'User', name: `${env.instance}-tenant`, apiGroup: 'rbac.authorization.k8s.io' }],
+    },
+  });
+  // The on-call admin: the break-glass ClusterRole of config/300-rbac.yaml, bound cluster-wide.
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: `${env.instance}-break-glass` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'knative-prestart-break-glass' },
+      subjects: [{ kind: 'User', name: `${env.instance}-oncall`, apiGroup: 'rbac.authorization.k8s.io' }],
+    },
+  });
+  tenantConfig = await env.cluster.mintUserKubeconfig(`${env.instance}-tenant`, ['system:authenticated']);
+  breakGlassConfig = await env.cluster.mintUserKubeconfig(`${env.instance}-oncall`, ['system:authenticated']);
+});
+
+test.after.always(async () => {
+  await env?.admin
+    .makeApiClient(RbacAuthorizationV1Api)
+    .deleteClusterRoleBinding({ name: `${env.instance}-break-glass` })
+    .catch(() => undefined);
+  await hookServer?.close();
+  await env?.stop();
+});
+
+/** `kn prestart <args>` in this process, as the user of `kubeconfig` (default the admin). */
+async function prestart(args: string[], kubeconfig = env.cluster.kubeconfigPath): Promise<{ out: string; code: number }> {
+  let out = '';
+  let code = 0;
+  const program = new Command('knative-prestart').exitOverride();
+  registerPrestartCommands(program, {
+    out: (text) => {
+      out += `${text}\n`;
+    },
+    setExitCode: (c) => {
+      code = c;
+    },
+    now: () => new Date(),
+  });
+  await program.parseAsync(['node', 'knative-prestart', ...args, '--kubeconfig', kubeconfig]);
+  return { out, code };
+}
+
+async function failedRevision(name: string): Promise<void> {
+  await env.createRevision(name, { annotations: { [KEY]: 'yes' } });
+  await env.waitForRun(name, 'Failed', (r) => r.status?.phase === 'Failed');
+}
+
+test.serial('list and why say which hook holds the Revision and how to retry; retry re-runs it and the Revision starts', async (t) => {
+  await failedRevision('retry-00001');
+  const list = await prestart(['list']);
+  t.is(list.code, 0);
+  t.regex(list.out, new RegExp(`^${env.namespace} +retry-00001 +Failed +0/1 +\\S+ +${hookName} Failed: quota exceeded$`, 'm'));
+
+  const why = await prestart(['why', 'retry-00001', '-n', env.namespace]);
+  t.is(
+    why.out.trim(),
+    `Revision retry-00001 in ${env.namespace} is held because hook ${hookName} failed: quota exceeded (attempt 1). Fix the cause, then re-run the failed hooks with: kn prestart retry retry-00001 -n ${env.namespace} (or: kubectl annotate prestartrun retry-00001 -n ${env.namespace} prestart.dev/retry=<new value> --overwrite).`,
+  );
+  const get = await prestart(['get', 'retry-00001', '-n', env.namespace]);
+  t.regex(get.out, new RegExp(`└── ✖ ${hookName}  Failed  attempt 1\\n +quota exceeded`));
+
+  // The gate's condition on the Revision says the same, with the retry command.
+  const rev = (await env.getRevision('retry-00001')) as { status?: { conditions?: Array<{ type: string; reason?: string }> } };
+  t.regex(
+    rev.status?.conditions?.find((c) => c.type === PRESTART_CONDITION)?.reason ?? '',
+    /quota exceeded; retry: kn prestart retry retry-00001/,
+  );
+
+  // The namespace owner may retry (the retry annotation is theirs to set).
+  const retry = await prestart(['retry', 'retry-00001', '-n', env.namespace], tenantConfig);
+  t.is(retry.code, 0, retry.out);
+  await env.waitReleased('retry-00001');
+  const run = await env.waitForRun('retry-00001', 'Released', (r) => r.status?.phase === 'Released');
+  t.like(run.status?.hooks[0], { phase: 'Succeeded', attempt: 2, message: 'fixed' });
+  const again = await prestart(['retry', 'retry-00001', '-n', env.namespace]);
+  t.is(again.code, 1);
+  t.regex(again.out, /has no failed hook to retry \(its run is Released\)/);
+});
+
+test.serial(
+  'release --force: refused without the cluster-wide verb, with a clear message; with it, recorded in the run, an Event and the request',
+  async (t) => {
+    await failedRevision('glass-00001');
+    const noReason = await prestart(['release', 'glass-00001', '-n', env.namespace, '--force'], breakGlassConfig);
+    t.is(noReason.code, 1);
+    t.regex(noReason.out, /say why with --reason TEXT/);
+
+    // The namespace owner has every verb on prestart.dev in their namespace, but no cluster-wide force-release.
+    const refused = await waitFor(
+      async () => {
+        const r = await prestart(['release', 'glass-00001', '-n', env.namespace, '--force', '--reason', 'ship it'], tenantConfig);
+        return r.out.includes('may not force-release') ? r : undefined;
+      },
+      { what: 'the policy prestart-force-release to be in force' },
+    );
+    t.is(refused.code, 1);
+    t.regex(
+      refused.out,
+      new RegExp(
+        `error: not allowed: .*knative-prestart: ${env.instance}-tenant may not force-release Revision glass-00001 in ${env.namespace}: that needs the verb force-release on prestartruns.prestart.dev granted cluster-wide`,
+      ),
+    );
+    t.true(isHeld(await env.getRevision('glass-00001')));
+
+    // A forged "by" is refused even for the on-call admin.
+    const oncall = new KubeConfig();
+    oncall.loadFromFile(breakGlassConfig);
+    const forged = await oncall
+      .makeApiClient(CustomObjectsApi)
+      .patchNamespacedCustomObject(
+        {
+          group: RUNS.group,
+          version: RUNS.version,
+          plural: RUNS.plural,
+          namespace: env.namespace,
+          name: 'glass-00001',
+          body: { metadata: { annotations: { [FORCE_RELEASE_ANNOTATION]: 'x', [FORCE_RELEASE_BY_ANNOTATION]: 'someone-else' } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      .then(
+        () => 'accepted',
+        (err: { code?: number; body?: string }) => `${err.code} ${err.body ?? ''}`,
+      );
+    t.regex(forged, /^4\d\d .*prestart.dev\/force-release-by set to /);
+
+    const released = await prestart(
+      ['release', 'glass-00001', '-n', env.namespace, '--force', '--reason', 'INC-42: check is broken'],
+      breakGlassConfig,
+    );
+    t.is(released.code, 0, released.out);
+    await env.waitReleased('glass-00001');
+    const run = await env.waitForRun('glass-00001', 'Released', (r) => r.status?.phase === 'Released');
+    t.like(run.status?.forcedRelease, { reason: 'INC-42: check is broken', by: `${env.instance}-oncall` });
+    t.is(
+      run.metadata?.annotations?.[FORCE_RELEASE_ANNOTATION],
+      'INC-42: check is broken',
+      'the request (and so the audit log) carries the reason',
+    );
+    const events = await waitFor(
+      async () => {
+        const list = await env.revisionEvents('glass-00001');
+        return list.find((e) => e.reason === 'ForceReleased');
+      },
+      { what: 'the ForceReleased event' },
+    );
+    t.is(events.type, 'Warning');
+    t.is(events.message, `released without its hooks, force-released by ${env.instance}-oncall: INC-42: check is broken`);
+    const why = await prestart(['why', 'glass-00001', '-n', env.namespace]);
+    t.regex(why.out, /is not held: it was released at .* \(force-released by .*-oncall: INC-42: check is broken\)/);
+  },
+);
+
+test.serial('plan -f: the hooks a new Revision of the Service in the file would get, from the cluster’s PrestartHooks', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'plan-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'service.yaml');
+  await writeFile(
+    file,
+    [
+      'apiVersion: serving.knative.dev/v1',
+      'kind: Service',
+      `metadata: {name: checkout, namespace: ${env.namespace}}`,
+      'spec:',
+      '  template:',
+      `    metadata: {annotations: {${KEY}: "yes"}}`,
+      '    spec: {containers: [{image: dev.local/checkout}]}',
+      '',
+    ].join('\n'),
+  );
+  const plan = await prestart(['plan', '-f', file]);
+  t.is(plan.code, 0, plan.out);
+  t.regex(plan.out, new RegExp(`^A new Revision of checkout in ${env.namespace} would be held for 1 hook, in this order:$`, 'm'));
+  t.regex(
+    plan.out,
+    new RegExp(
+      `^ {2}${hookName} \\(order 0, failurePolicy Fail, timeout 10m\\): annotation ${KEY}=yes on the template; namespace labels match `,
+      'm',
+    ),
+  );
+  const none = await prestart(['plan']);
+  t.is(none.code, 1);
+  t.regex(none.out, /give a Service name or -f FILE/);
+});

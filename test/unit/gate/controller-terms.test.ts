@@ -1,0 +1,127 @@
+// Leadership comes and goes; the controller's informer handlers must not pile up with it (each
+// leaked set would scan the cache again on every event, for the life of the process). The
+// caches are client-node's real ListWatch, fed through their watch callback.
+import { type KubernetesObject, ListWatch, type Watch } from '@kubernetes/client-node';
+import test from 'ava';
+import pino from 'pino';
+import type { RevisionObject } from '../../../api/resources.ts';
+import { HOLD_LABEL } from '../../../api/types.ts';
+import type { ApplyDeps } from '../../../gate/shell/apply.ts';
+import type { Caches } from '../../../gate/shell/caches.ts';
+import { systemClock } from '../../../gate/shell/clock.ts';
+import { Controller } from '../../../gate/shell/controller.ts';
+import { createMetrics } from '../../../gate/shell/metrics.ts';
+import { RevisionIndex } from '../../../gate/shell/revision-index.ts';
+
+interface FedCache<T extends KubernetesObject> {
+  cache: ListWatch<T>;
+  /** Delivers a watch event, as the apiserver would. */
+  emit(phase: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T): void;
+}
+
+async function fedCache<T extends KubernetesObject>(): Promise<FedCache<T>> {
+  let deliver: ((phase: string, obj: T) => void) | undefined;
+  const watch = {
+    watch: async (_path: string, _query: unknown, callback: (phase: string, obj: T) => void) => {
+      deliver = callback;
+      return new AbortController();
+    },
+  } as unknown as Watch;
+  const cache = new ListWatch<T>(
+    '/test',
+    watch,
+    async () => ({ apiVersion: 'v1', kind: 'List', items: [], metadata: { resourceVersion: '1' } }),
+    false,
+  );
+  await cache.start();
+  return {
+    cache,
+    emit: (phase, obj) => {
+      if (!deliver) throw new Error('the cache is not watching');
+      deliver(phase, { ...obj, metadata: { ...obj.metadata, resourceVersion: String(Math.random()) } });
+    },
+  };
+}
+
+async function setup() {
+  const revisions = await fedCache<RevisionObject>();
+  const namespaces = await fedCache<KubernetesObject>();
+  const others = await Promise.all([fedCache(), fedCache(), fedCache(), fedCache()]);
+  const caches = {
+    revisions: revisions.cache,
+    revisionStubs: others[3]?.cache,
+    revisionIndex: new RevisionIndex(),
+    namespaces: namespaces.cache,
+    routes: others[0]?.cache,
+    hooks: others[1]?.cache,
+    runs: others[2]?.cache,
+    health: () => [],
+    synced: async () => undefined,
+    lead: async () => undefined,
+    stop: async () => undefined,
+  } as unknown as Caches;
+  // Reconciles here end before applying anything (the namespace is not cached): no writer needed.
+  const apply = { clock: systemClock } as unknown as ApplyDeps;
+  const controller = new Controller({ caches, apply, log: pino({ level: 'silent' }), metrics: createMetrics(), workers: 2, resyncMs: 0 });
+  // A namespace add scans the held Revisions of that namespace once: count the scans.
+  const scans: string[] = [];
+  const list = revisions.cache.list.bind(revisions.cache);
+  revisions.cache.list = (namespace?: string) => {
+    if (namespace) scans.push(namespace);
+    return list(namespace);
+  };
+  return { revisions, namespaces, controller, scans };
+}
+
+const revision = (name: string, held = false): RevisionObject => ({
+  apiVersion: 'serving.knative.dev/v1',
+  kind: 'Revision',
+  metadata: {
+    name,
+    namespace: 'team',
+    labels: { 'serving.knative.dev/configuration': 'web', ...(held ? { [HOLD_LABEL]: 'true' } : {}) },
+  },
+});
+
+const namespace = (name: string): KubernetesObject => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+
+test('after many leadership flaps an event is handled once, as in the first term', async (t) => {
+  const { namespaces, controller, scans } = await setup();
+  controller.start();
+  namespaces.emit('ADDED', namespace('team'));
+  t.deepEqual(scans, ['team'], 'first term: one scan per event');
+
+  for (let flap = 0; flap < 20; flap++) {
+    await controller.stop();
+    controller.start();
+  }
+  scans.length = 0;
+  namespaces.emit('ADDED', namespace('team-b'));
+  t.deepEqual(scans, ['team-b'], 'after 20 flaps: still one scan per event, not 21');
+  await controller.stop();
+});
+
+test('between terms (not leading) events cost nothing', async (t) => {
+  const { revisions, namespaces, controller, scans } = await setup();
+  controller.start();
+  await controller.stop();
+  revisions.emit('ADDED', revision('web-00003', true));
+  namespaces.emit('ADDED', namespace('team'));
+  t.deepEqual(scans, []);
+});
+
+test('a held Revision added is not a scan of its namespace', async (t) => {
+  const { revisions, controller, scans } = await setup();
+  controller.start();
+  revisions.emit('ADDED', revision('web-00004', true));
+  t.deepEqual(scans, []);
+  await controller.stop();
+});
+
+test('a namespace the cache learns of wakes the Revisions held in it', async (t) => {
+  const { namespaces, controller, scans } = await setup();
+  controller.start();
+  namespaces.emit('ADDED', namespace('team'));
+  t.deepEqual(scans, ['team']);
+  await controller.stop();
+});
