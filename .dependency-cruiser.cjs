@@ -87,7 +87,7 @@ module.exports = {
   ],
   options: {
     // dist/ and .cache/ hold build output (the benches compile the gate into .cache/).
-    exclude: { path: '^(dist|\.cache)/' },
+    exclude: { path: '^(dist|\\.cache)/' },
     doNotFollow: { path: 'node_modules' },
     // Type-only imports bind layers as much as value imports do.
     tsPreCompilationDeps: true,

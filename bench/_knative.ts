@@ -217,10 +217,15 @@ export function podOf(namespace: string, revision: string, index: number, node: 
 
 /** NODE_OPTIONS of the gate container in config/500-gate.yaml ('' when it sets none): the bench runs the gate as installed. */
 export function deploymentNodeOptions(): string {
+  return deploymentEnv().NODE_OPTIONS ?? '';
+}
+
+/** The environment the gate container gets in config/500-gate.yaml (NODE_OPTIONS, the allocator's settings, ...), values given inline. */
+export function deploymentEnv(): Record<string, string> {
   const docs = yaml.loadAll(readFileSync(new URL('../config/500-gate.yaml', import.meta.url), 'utf8')) as {
     kind?: string;
     spec?: { template?: { spec?: { containers?: { name: string; env?: { name: string; value?: string }[] }[] } } };
   }[];
   const gate = docs.find((d) => d?.kind === 'Deployment')?.spec?.template?.spec?.containers?.find((c) => c.name === 'gate');
-  return gate?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+  return Object.fromEntries((gate?.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
 }

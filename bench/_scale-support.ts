@@ -176,9 +176,14 @@ export async function spawnScaleGate(
     args?: string[];
     /** The gate's NODE_OPTIONS (the heap probe is added to them). */
     nodeOptions?: string;
+    /** More environment for the gate (e.g. the allocator's settings of config/500-gate.yaml). */
+    env?: Record<string, string>;
   },
 ): Promise<ScaleGate> {
   const inherited = process.env.NODE_OPTIONS;
+  const extra = Object.entries(opts.env ?? {}).filter(([name]) => name !== 'NODE_OPTIONS');
+  const before = extra.map(([name]) => [name, process.env[name]] as const);
+  for (const [name, value] of extra) process.env[name] = value;
   process.env.NODE_OPTIONS = `${opts.nodeOptions ?? ''} --import ${HEAP_PROBE}`.trim();
   process.env.BENCH_HEAP_FILE = opts.heapFile;
   // The compiled CLI as such (startGateProcess's `cli` option runs a source tree under tsx).
@@ -204,6 +209,10 @@ export async function spawnScaleGate(
   } finally {
     if (inherited === undefined) delete process.env.NODE_OPTIONS;
     else process.env.NODE_OPTIONS = inherited;
+    for (const [name, value] of before) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
   }
   const readyAt = performance.now();
   return {
@@ -231,6 +240,8 @@ export async function spawnScaleGate(
 export interface GcReading {
   /** V8 heap in use after a full collection, KiB. */
   heapUsed: number;
+  /** V8 heap committed (all spaces, the young generation included), KiB. */
+  heapTotal: number;
   /** VmRSS right after it, KiB. */
   rss: number;
 }
@@ -244,7 +255,14 @@ export async function afterGc(pid: number, heapFile: string): Promise<GcReading>
     what: "the gate's heap probe to answer",
   });
   rmSync(heapFile, { force: true });
-  return { heapUsed: usage.heapUsed / 1024, rss: memoryKiB(pid).rss };
+  return { heapUsed: usage.heapUsed / 1024, heapTotal: usage.heapTotal / 1024, rss: memoryKiB(pid).rss };
+}
+
+/** VmRSS split (proc(5)): anonymous memory (heaps) and file-backed pages (the node binary's code), KiB. */
+export function rssParts(pid: number): { anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { anon: field('RssAnon'), file: field('RssFile') };
 }
 
 /** Resets VmHWM (the peak resident set) of a process of ours to its current RSS (proc(5), clear_refs "5"). */

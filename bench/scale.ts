@@ -6,8 +6,9 @@
 //
 // Each figure is printed beside a baseline measured in the same run:
 //   1. gate RSS, steady with everything held                 vs the same gate idle at start
-//   2. RSS peak while every cache re-lists (the gate's connections to the apiserver are cut and
-//      etcd compacted meanwhile, as after a network blip: every watch comes back to 410 Gone)
+//   2. RSS peak while every cache re-lists (the CRDs of Revisions, Routes and PrestartRuns are
+//      updated, as an upgrade does, and etcd compacted while the gate is paused: every watch comes
+//      back to 410 Gone)
 //                                                            vs the steady RSS just before
 //   3. restart -> every held run reconciled and its request re-sent (the gate was down past the
 //      hooks' resendInterval, so every request is due)       vs the first start, cluster empty
@@ -37,10 +38,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { HOLD_LABEL, type PrestartRunStatus } from '../api/types.ts';
 import { BulkError, bulkWriter, inParallel } from '../devcluster/bulk.ts';
-import { cutConnections } from '../devcluster/cut-connections.ts';
 import { compactEtcd } from '../devcluster/etcd-compact.ts';
 import { gateEnv } from '../devcluster/gate/env.ts';
 import type { ReceivedRequest } from '../devcluster/gate/hook-server.ts';
@@ -48,8 +55,27 @@ import { asyncReply, syncReply } from '../devcluster/gate/replies.ts';
 import { freePorts } from '../devcluster/ports.ts';
 import { waitFor } from '../devcluster/wait.ts';
 import { controlPlaneMemory, load, memoryKiB, summarize, table } from './_common.ts';
-import { configurationOf, deploymentNodeOptions, podOf, releasedRunOf, revisionOf, revisionStatus, routeOf } from './_knative.ts';
-import { afterGc, type Follower, follow, heapFileFor, resetPeak, type ScaleGate, scaleHook, spawnScaleGate } from './_scale-support.ts';
+import {
+  configurationOf,
+  deploymentEnv,
+  deploymentNodeOptions,
+  podOf,
+  releasedRunOf,
+  revisionOf,
+  revisionStatus,
+  routeOf,
+} from './_knative.ts';
+import {
+  afterGc,
+  type Follower,
+  follow,
+  heapFileFor,
+  resetPeak,
+  rssParts,
+  type ScaleGate,
+  scaleHook,
+  spawnScaleGate,
+} from './_scale-support.ts';
 
 const { values: a } = parseArgs({
   options: {
@@ -89,8 +115,10 @@ const RESEND_S = 30;
 const WRITERS = 32;
 const cli = resolve(a.cli as string);
 if (!existsSync(cli)) throw new Error(`${a.cli}: no such file (npm run build makes dist/cli/main.js)`);
-// The gate runs with the Node options its Deployment gives it (config/500-gate.yaml), unless told otherwise.
+// The gate runs with the Node options and environment its Deployment gives it (config/500-gate.yaml),
+// unless told otherwise (--node-options replaces the Node options only).
 const nodeOptions = a['node-options'] ?? deploymentNodeOptions();
+const { NODE_OPTIONS: _, ...deployedEnv } = deploymentEnv();
 
 const T0 = performance.now();
 const say = (line: string) => console.log(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
@@ -194,19 +222,29 @@ try {
     heapFile,
     logLevel: a['gate-log-level'],
     nodeOptions,
+    env: deployedEnv,
   };
   say(
-    `gate: ${cli} with NODE_OPTIONS="${nodeOptions}" (${a['node-options'] === undefined ? 'as config/500-gate.yaml sets it' : '--node-options'})`,
+    `gate: ${cli} with NODE_OPTIONS="${nodeOptions}" (${a['node-options'] === undefined ? 'as config/500-gate.yaml sets it' : '--node-options'}), ` +
+      `${Object.entries(deployedEnv)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')} (as config/500-gate.yaml sets them)`,
   );
   gate = await spawnScaleGate(cli, gateOpts);
   const firstStartS = (gate.readyAt - gate.spawnedAt) / 1000;
   await env.waitUntilStamped(hookNames[0] as string, { [HOOK_KEY]: hookNames[0] as string });
   await pause(10_000);
   const idle = memoryKiB(gate.pid);
+  const idleParts = rssParts(gate.pid);
   const idleGc = await afterGc(gate.pid, heapFile);
   say(
-    `gate pid ${gate.pid} ready ${firstStartS.toFixed(1)} s after spawn; idle VmRSS ${mib(idle.rss)} MiB, heap after GC ${mib(idleGc.heapUsed)} MiB`,
+    `gate pid ${gate.pid} ready ${firstStartS.toFixed(1)} s after spawn; idle VmRSS ${mib(idle.rss)} MiB (anonymous ${mib(idleParts.anon)}, file-backed ${mib(idleParts.file)}); ` +
+      `after a full GC: V8 heap in use ${mib(idleGc.heapUsed)} MiB of ${mib(idleGc.heapTotal)} committed, VmRSS ${mib(idleGc.rss)} MiB`,
   );
+  // The history (released Revisions and their runs) is written while no gate runs, and the gate
+  // then starts among it, as in a cluster where it has run for a while: runs created by hand exist
+  // a moment without status, which a running gate would take for interrupted ones and look at.
+  await gate.process.stop();
 
   // --- setup: pods, Services' objects, old Revisions with their released runs --------------------
   const node = 'kwok-node-0';
@@ -293,6 +331,13 @@ try {
     `${old} released Revisions (status written) with their released PrestartRuns, ${made.routes} Routes and Configurations, in ${((performance.now() - tOld) / 1000).toFixed(0)} s`,
   );
 
+  gate = await spawnScaleGate(cli, gateOpts);
+  const historyStartS = (gate.readyAt - gate.spawnedAt) / 1000;
+  await env.waitUntilStamped(hookNames[0] as string, { [HOOK_KEY]: hookNames[0] as string });
+  say(
+    `gate pid ${gate.pid} started among them, ready ${historyStartS.toFixed(1)} s after spawn; VmRSS ${mib(memoryKiB(gate.pid).rss)} MiB`,
+  );
+
   // --- the held Revisions: the newest generation of every Service, through the gate's webhook ---
   const rvNow = (plural: string, group: string) => async () =>
     (
@@ -366,8 +411,12 @@ try {
   // --- 1. steady RSS ----------------------------------------------------------------------------
   await pause(N.settleS * 1000);
   const steady = memoryKiB(gate.pid);
+  const steadyParts = rssParts(gate.pid);
   const steadyGc = await afterGc(gate.pid, heapFile);
-  say(`steady: VmRSS ${mib(steady.rss)} MiB, VmHWM ${mib(steady.hwm)} MiB, heap after GC ${mib(steadyGc.heapUsed)} MiB; ${load()}`);
+  say(
+    `steady: VmRSS ${mib(steady.rss)} MiB (anonymous ${mib(steadyParts.anon)}, file-backed ${mib(steadyParts.file)}), VmHWM ${mib(steady.hwm)} MiB; ` +
+      `after a full GC: V8 heap in use ${mib(steadyGc.heapUsed)} MiB of ${mib(steadyGc.heapTotal)} committed, VmRSS ${mib(steadyGc.rss)} MiB; ${load()}`,
+  );
   figure(
     'gate RSS, steady (compiled JS)',
     `${mib(steady.rss)} MiB`,
@@ -379,26 +428,57 @@ try {
 
   // --- 2. RSS peak during a full re-list ----------------------------------------------------------
   const informers = ['revisions (held)', 'revisions (all, metadata)', 'routes', 'prestartruns'];
-  const apiserverPort = Number(new URL(env.cluster.apiserverUrl).port);
+  const ext = admin.makeApiClient(ApiextensionsV1Api);
+  const crds = ['revisions.serving.knative.dev', 'routes.serving.knative.dev', 'prestartruns.prestart.dev'];
+  /** A printer column added (or taken away again): a CRD update, after which the apiserver ends every watch of it. */
+  const printerColumn = async (crdName: string, add: boolean) => {
+    const crd = await ext.readCustomResourceDefinition({ name: crdName });
+    const ops = crd.spec.versions.map((v, i) => {
+      const cols = (v.additionalPrinterColumns ?? []).filter((c) => c.name !== 'BenchRelist');
+      if (add) cols.push({ name: 'BenchRelist', type: 'string', jsonPath: '.metadata.name', priority: 9 });
+      return { op: 'add', path: `/spec/versions/${i}/additionalPrinterColumns`, value: cols };
+    });
+    await ext.patchCustomResourceDefinition({ name: crdName, body: ops }, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch));
+  };
   /**
-   * Cuts the gate's connections to the apiserver (a network blip) and compacts etcd meanwhile, so
-   * that no watch can resume where it stopped (410 Gone): every informer lists everything again.
-   * Waits until each has; returns seconds and which did.
+   * Every informer of the controller lists everything again, as after an upgrade of the CRDs: the
+   * gate is paused (SIGSTOP) so that it writes nothing and its watches stop where they are, etcd is
+   * compacted, the CRDs are updated (the apiserver ends their watches and starts new caches), and
+   * the gate resumes: no watch can come back from where it stopped (410 Gone). Waits until each
+   * informer has re-listed; returns seconds and which did.
    */
   const relist = async () => {
     const from = gate?.logLines().next ?? 0;
+    const pid = gate?.pid as number;
     const t = performance.now();
-    const cut = cutConnections(gate?.pid as number, apiserverPort);
-    await compactEtcd(env.cluster.dir);
     const listed = () => new Set((gate?.logLines(from).lines ?? []).filter((l) => l.msg === 'listed').map((l) => String(l.what)));
-    await waitFor(() => informers.every((i) => listed().has(i)), {
-      timeoutMs: 120_000,
-      intervalMs: 250,
-      what: 'every informer to re-list',
-    }).catch(() => undefined);
+    const crdOf: Record<string, string> = {
+      'revisions (held)': 'revisions.serving.knative.dev',
+      'revisions (all, metadata)': 'revisions.serving.knative.dev',
+      routes: 'routes.serving.knative.dev',
+      prestartruns: 'prestartruns.prestart.dev',
+    };
+    // A watch can slip through (one the apiserver had not ended yet when the gate resumed): those
+    // CRDs get the same again, up to three times.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const missing = informers.filter((i) => !listed().has(i));
+      if (missing.length === 0) break;
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await compactEtcd(env.cluster.dir);
+        for (const crd of new Set(missing.map((i) => crdOf[i] as string))) await printerColumn(crd, attempt % 2 === 0);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      await waitFor(() => informers.every((i) => listed().has(i)), {
+        timeoutMs: 40_000,
+        intervalMs: 250,
+        what: 'every informer to re-list',
+      }).catch(() => undefined);
+    }
     const done = informers.filter((i) => listed().has(i));
-    if (done.length < informers.length) say(`  not re-listed within 120 s: ${informers.filter((i) => !done.includes(i)).join(', ')}`);
-    return { seconds: (performance.now() - t) / 1000, done, cut };
+    if (done.length < informers.length) say(`  not re-listed: ${informers.filter((i) => !done.includes(i)).join(', ')}`);
+    return { seconds: (performance.now() - t) / 1000, done };
   };
   const beforeRelist = memoryKiB(gate.pid);
   resetPeak(gate.pid);
@@ -406,7 +486,7 @@ try {
   await pause(5_000);
   const relistPeak = memoryKiB(gate.pid);
   say(
-    `re-list of ${relisted.done.join(', ')} done ${relisted.seconds.toFixed(1)} s after ${relisted.cut} connections were cut and etcd compacted; VmHWM ${mib(relistPeak.hwm)} MiB`,
+    `re-list of ${relisted.done.join(', ')} done ${relisted.seconds.toFixed(1)} s after the pause, etcd compaction and CRD updates; VmHWM ${mib(relistPeak.hwm)} MiB`,
   );
   figure(
     `gate RSS peak during a full re-list (${relisted.done.length}/${informers.length} informers)`,
@@ -416,6 +496,7 @@ try {
     '< 250 MiB',
     relistPeak.hwm / 1024 < 250,
   );
+  for (const crd of crds) await printerColumn(crd, false);
 
   // --- 3. restart -------------------------------------------------------------------------------
   const unanswered = held.filter((k) => runState.get(k)?.hooks?.[0]?.phase === 'Requested');

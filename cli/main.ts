@@ -1,5 +1,10 @@
 #!/usr/bin/env node
 // The knative-prestart command line: `gate` runs the gate; more subcommands join as features do.
+//
+// A process loads the modules of the command it runs: `knative-prestart gate` registers the gate
+// alone and imports it when it starts; any other command line (help included) registers every
+// command. The gate runs for months and its resident memory counts (issue 14); the commands of
+// hook authors and admins, and the built-in hooks, do not load the gate.
 import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -8,13 +13,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
 import { errorLine } from '../api/kube-errors.ts';
 import { DEFAULTS, type GateConfig } from '../gate/config.ts';
-import { startGate } from '../gate/gate.ts';
-import { registerHookCommands } from '../hooks/cli.ts';
-import { GATE_INBOX_PREFIX } from '../schemas/nats.ts';
 import type { NatsSecurity, NatsTls } from '../schemas/nats-auth.ts';
-import { registerTriggersCommand } from '../triggers/cli.ts';
-import { registerPrestartCommands } from './prestart/commands.ts';
-import { registerUninstallCommand } from './uninstall.ts';
+import { GATE_INBOX_PREFIX } from '../schemas/nats-names.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);
@@ -34,7 +34,8 @@ function proxyUrl(value: string): string {
   return value;
 }
 
-export function buildCli(): Command {
+/** The command line for `argv` (process.argv's shape): every command, or `gate` alone when that is the one run. */
+export async function buildCli(argv: readonly string[] = process.argv): Promise<Command> {
   const program = new Command('knative-prestart').description('Pre-start hooks for Knative Revisions');
   program
     .command('gate')
@@ -77,6 +78,7 @@ export function buildCli(): Command {
       const kc = new KubeConfig();
       if (opts.kubeconfig) kc.loadFromFile(String(opts.kubeconfig));
       else kc.loadFromDefault();
+      const { startGate } = await import('../gate/gate.ts');
       const gate = await startGate(toConfig(opts, kc), log);
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'stopping');
@@ -86,6 +88,14 @@ export function buildCli(): Command {
       process.once('SIGINT', () => void shutdown('SIGINT'));
       process.once('SIGTERM', () => void shutdown('SIGTERM'));
     });
+  if (argv[2] === 'gate') return program;
+  const [{ registerTriggersCommand }, { registerHookCommands }, { registerUninstallCommand }, { registerPrestartCommands }] =
+    await Promise.all([
+      import('../triggers/cli.ts'),
+      import('../hooks/cli.ts'),
+      import('./uninstall.ts'),
+      import('./prestart/commands.ts'),
+    ]);
   registerTriggersCommand(program);
   registerHookCommands(program);
   registerUninstallCommand(program);
@@ -170,8 +180,8 @@ function isMain(): boolean {
 }
 
 if (isMain()) {
-  buildCli()
-    .parseAsync(process.argv)
+  buildCli(process.argv)
+    .then((program) => program.parseAsync(process.argv))
     .catch((err: unknown) => {
       console.error(`knative-prestart: ${errorLine(err)}`);
       process.exit(1);

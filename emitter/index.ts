@@ -1,9 +1,11 @@
-// The set of transports one gate runs with, and the choice among them per PrestartHook.
+// The set of transports one gate runs with, and the choice among them per PrestartHook. The NATS
+// transport's module (and with it the nats client) is loaded only when a gate is given NATS.
 import type { HookDelivery, TransportKind } from '../api/types.ts';
 import type { CloudEventRecord } from '../schemas/event.ts';
+import { checkNatsTarget } from '../schemas/nats-names.ts';
 import { type BrokerTransportOptions, createBrokerTransport } from './broker.ts';
 import { createHttpTransport, type HttpTransportOptions } from './http.ts';
-import { createNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.ts';
+import type { NatsTransport, NatsTransportOptions } from './nats.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export type { BackgroundResult, BrokerTransportOptions } from './broker.ts';
@@ -12,7 +14,6 @@ export { kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
 export type { HttpTransportOptions } from './http.ts';
 export { createHttpTransport } from './http.ts';
 export type { NatsTransport, NatsTransportOptions } from './nats.ts';
-export { createNatsTransport } from './nats.ts';
 export type { ProxyOption } from './proxy.ts';
 export * from './transport.ts';
 
@@ -45,7 +46,7 @@ export function createTransports(opts: TransportsOptions = {}): Transports {
   if (opts.http !== false) byKind.set('http', createHttpTransport(opts.http ?? {}));
   if (opts.broker) byKind.set('broker', createBrokerTransport(opts.broker));
   if (opts.nats) {
-    nats = createNatsTransport(opts.nats);
+    nats = lazyNatsTransport(opts.nats);
     byKind.set('nats', nats);
   }
   const kinds = new Set(byKind.keys());
@@ -59,6 +60,24 @@ export function createTransports(opts: TransportsOptions = {}): Transports {
     },
     async close() {
       await Promise.allSettled([...byKind.values()].map((t) => t.close()));
+    },
+  };
+}
+
+/** The NATS transport, its module imported at the first use (emitter/nats.ts; `ready()` at start). */
+function lazyNatsTransport(opts: NatsTransportOptions): NatsTransport {
+  checkNatsTarget(opts, 'nats transport');
+  let made: Promise<NatsTransport> | undefined;
+  const transport = () => {
+    made ??= import('./nats.ts').then((m) => m.createNatsTransport(opts));
+    return made;
+  };
+  return {
+    kind: 'nats',
+    send: async (event, delivery, hook) => (await transport()).send(event, delivery, hook),
+    ready: async () => (await transport()).ready(),
+    close: async () => {
+      if (made) await (await made).close();
     },
   };
 }

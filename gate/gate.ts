@@ -11,7 +11,7 @@ import { createTransports, kubeBrokerResolver, type Transports } from '../emitte
 import { createSinkRouter } from '../sinks/http.ts';
 import { createIntake } from '../sinks/intake.ts';
 import { countingIntake, createSinkMetrics } from '../sinks/metrics.ts';
-import { createNatsSink, type NatsSink } from '../sinks/nats.ts';
+import type { NatsSink } from '../sinks/nats.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
@@ -51,7 +51,7 @@ export async function startGate(
   // Every apiserver call of the gate gives up in time: none can hang a worker or the lease.
   const kc = withRequestTimeout(config.kubeConfig, (config.apiTimeoutSeconds ?? DEFAULTS.apiTimeoutSeconds) * 1000);
   const client = new KubeClient(kc);
-  const tracing = startTracing(config.tracing ?? tracingFromEnv());
+  const tracing = await startTracing(config.tracing ?? tracingFromEnv());
   const metrics = createMetrics(false, tracing);
   const caches = createCaches(kc, client, log, {
     namespaceSelector: config.namespaceSelector,
@@ -100,6 +100,8 @@ export async function startGate(
   });
   let natsSink: NatsSink | undefined;
   if (config.nats) {
+    // The nats client is loaded only by a gate given NATS (issue 14: what a gate does not use, it does not load).
+    const { createNatsSink } = await import('../sinks/nats.ts');
     natsSink = createNatsSink({
       ...intake.options,
       servers: config.nats.servers,

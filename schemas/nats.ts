@@ -1,10 +1,10 @@
 // The JetStream side of the contract, shared by the gate's request emitter, the gate's reply sink
 // and the hook SDK: the two streams and their defaults, creating them, durable pull consumers,
 // connections closed only by whoever opened them, publishing, and the NATS permissions each side
-// needs. (nats-binding.ts lays out one message; nats-auth.ts how a client authenticates.)
+// needs. (nats-binding.ts lays out one message; nats-auth.ts how a client authenticates;
+// nats-names.ts the names and settings, without the client.)
 import {
   AckPolicy,
-  type ConnectionOptions,
   connect,
   DeliverPolicy,
   type JetStreamClient,
@@ -17,45 +17,28 @@ import {
   type StreamConfig,
 } from 'nats';
 import type { Message } from './event.ts';
-import { type NatsSecurity, natsSecurityOptions } from './nats-auth.ts';
+import { natsSecurityOptions } from './nats-auth.ts';
 import { toNatsHeaders } from './nats-binding.ts';
+import {
+  GATE_INBOX_PREFIX,
+  GATE_REPLIES_DURABLE,
+  hookDurable,
+  hookInboxPrefix,
+  type NatsTarget,
+  STREAMS,
+  type StreamSpec,
+} from './nats-names.ts';
 
-export interface StreamSpec {
-  name: string;
-  /** The stream captures `<subjectPrefix>.>`; a hook's own subject is `<subjectPrefix>.<hook>`. */
-  subjectPrefix: string;
-  /** How long a message is kept. */
-  maxAgeMs: number;
-  /** Publishes with one message id inside this window are stored once. */
-  duplicateWindowMs: number;
-}
-
-const MINUTE = 60_000;
-
-/**
- * The gate's streams. A request is resent with the same id while unanswered (every
- * resendInterval), so its window is wide; a hook resending a reply does so within seconds
- * (JetStream's default of 2 min). A day covers any hook's timeout and restart.
- */
-export const STREAMS = {
-  requests: { name: 'PRESTART_REQUESTS', subjectPrefix: 'prestart.requests', maxAgeMs: 24 * 60 * MINUTE, duplicateWindowMs: 10 * MINUTE },
-  replies: { name: 'PRESTART_REPLIES', subjectPrefix: 'prestart.replies', maxAgeMs: 24 * 60 * MINUTE, duplicateWindowMs: 2 * MINUTE },
-} as const satisfies Record<string, StreamSpec>;
-
-/** The durable consumer on PRESTART_REPLIES that every gate replica pulls from. */
-export const GATE_REPLIES_DURABLE = 'prestart-gate';
-/** The gate's inbox prefix: its JetStream API answers and pulled replies arrive below it. */
-export const GATE_INBOX_PREFIX = '_INBOX.prestart-gate';
-
-/** A hook's durable consumer on PRESTART_REQUESTS, shared by its replicas, unless it names another. */
-export function hookDurable(hook: string): string {
-  return `prestart-hook-${hook}`;
-}
-
-/** A hook's inbox prefix: one token per durable (durable names hold no dots), so no hook's covers another's. */
-export function hookInboxPrefix(durable: string): string {
-  return `_INBOX.${durable}`;
-}
+export {
+  checkNatsTarget,
+  GATE_INBOX_PREFIX,
+  GATE_REPLIES_DURABLE,
+  hookDurable,
+  hookInboxPrefix,
+  type NatsTarget,
+  STREAMS,
+  type StreamSpec,
+} from './nats-names.ts';
 
 /**
  * The JetStream manager of our clients. It does not ask `$JS.API.INFO` first (nats.js does by
@@ -210,22 +193,6 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, stream: strin
     e.filter_subject === config.filter_subject &&
     (c.maxAckPending === undefined || e.max_ack_pending === c.maxAckPending);
   if (!same) await jsm.consumers.update(stream, c.durable, config);
-}
-
-/** Where to reach NATS: servers to connect to, or a connection that stays the caller's. */
-export interface NatsTarget {
-  /** NATS server URL(s), e.g. nats://127.0.0.1:4222. Ignored when `connection` is given. */
-  servers?: string | string[];
-  /** Credentials, TLS and inbox of a connection opened here. Ignored when `connection` is given. */
-  security?: NatsSecurity;
-  /** An existing connection to use; it is never closed here. */
-  connection?: NatsConnection;
-  /** Further nats.js options for a connection opened here (they win over `security`). */
-  connectionOptions?: Omit<ConnectionOptions, 'servers'>;
-}
-
-export function checkNatsTarget(target: NatsTarget, who: string): void {
-  if (!target.connection && !target.servers) throw new Error(`${who}: servers or connection is required`);
 }
 
 export interface OwnedConnection<T> {

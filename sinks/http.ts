@@ -8,7 +8,6 @@
 // (so Brokers and hooks retry).
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import pino, { type Logger } from 'pino';
-import { flattenHeaders } from '../schemas/http-binding.ts';
 import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
 import { type Handled, handleCompleted, httpAnswer } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
@@ -49,7 +48,9 @@ export function createSinkRouter(opts: HttpSinkOptions): Router {
 
   router.post(SINK_PATHS, rawBody, async (req: Request, res: Response) => {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const message = { headers: flattenHeaders(req.headers), body };
+    // Node's headers as they are: the codec normalises them once (copying them here first was a
+    // quarter of the parse path's time).
+    const message = { headers: req.headers, body };
     const handled = await handleCompleted(message, { keys: opts.keys, maxBytes, onReply: opts.onReply });
     countReply(metrics, 'http', handled);
     logHandled(log, handled, req);

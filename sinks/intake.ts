@@ -6,7 +6,7 @@
 
 import type { Reply } from '../api/types.ts';
 import type { Message } from '../schemas/event.ts';
-import type { KeyRing } from '../schemas/index.ts';
+import type { KeyRing, ReceivedMessage } from '../schemas/index.ts';
 import { parseCompleted } from '../schemas/index.ts';
 import type { OnReply } from './types.ts';
 
@@ -40,7 +40,8 @@ export function createIntake(options: HandleOptions): Intake {
   };
 }
 
-export async function handleCompleted(message: Message, opts: HandleOptions): Promise<Handled> {
+/** A completed event as received: its headers as they came (the codec lowercases and joins them once). */
+export async function handleCompleted(message: ReceivedMessage, opts: HandleOptions): Promise<Handled> {
   const parsed = parseCompleted(message, { keys: opts.keys, maxBytes: opts.maxBytes });
   if (!parsed.ok) return { outcome: 'invalid', ...parsed.error };
   return deliver(parsed.reply, opts.onReply);

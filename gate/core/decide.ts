@@ -19,8 +19,14 @@
  * | 5  | not held, otherwise                              | nothing: unheld Revisions are never touched                    |
  * | 6  | held, no run, hooks annotation missing/malformed | setHoldReason + Warning InvalidHooksAnnotation (only when the  |
  * |    |                                                  | reason is not already there); never release: fail closed       |
- * | 7  | held, no run (new, or its run was deleted: the   | createRun: snapshots of the named hooks, all Pending; a hook   |
- * |    | admin's way to start over)                       | not found or invalid is Failed under Fail. Nothing else yet.   |
+ * | 7  | held, no run (new, or its run was deleted: the   | createRun: snapshots of the named hooks, and a status with the |
+ * |    | admin's way to start over)                       | first stage Requested as step c writes it (the shell sends     |
+ * |    |                                                  | createRun.requests once that status is stored: issue 14); a    |
+ * |    |                                                  | hold reason left from before is cleared. A hook not found or   |
+ * |    |                                                  | invalid is Failed under Fail: then the others stay Pending,    |
+ * |    |                                                  | nothing is requested and rule 11 follows (hold reason, event); |
+ * |    |                                                  | the same when nothing holds (no hooks, or only Audit ones: the |
+ * |    |                                                  | release is rule 11's) or rule 10 will cancel it (superseded).  |
  * | 8  | held, run Released                               | release again (idempotent; stale cache or interrupted release) |
  * | 9  | held, run Cancelled                              | keep the hold reason; a cancelled run is final (delete the     |
  * |    |                                                  | PrestartRun to start over)                                     |
@@ -41,9 +47,14 @@
  *      Requested with a heartbeatTimeout, silent that long since the request or its last progress
  *      reply (heartbeat.ts) -> TimedOut "no sign of life within <heartbeatTimeout> ...".
  *      Requested and now >= lastSentAt + resendInterval -> lastSentAt = now, sendRequest (same attempt).
+ *      Requested, last sent before leaderSince (by another replica, or by this process before a
+ *      restart), resends on -> the same at once: sends are queued after the status records them,
+ *      so a leader killed in between leaves recorded requests that never went out; hooks are
+ *      idempotent (protocol rule 1), so asking again is safe.
  *   c. no blocking hook: the lowest order with Pending/Requested hooks is the current stage (every
  *      lower hook has passed, or it would be blocking); its Pending hooks -> Requested with
- *      requestedAt = lastSentAt = now, deadline = now + timeout, and one sendRequest each.
+ *      requestedAt = lastSentAt = now, deadline = now + timeout, and one sendRequest each. A new
+ *      run's first stage is requested this way in the status it is created with (rule 7).
  *   d. phase: any blocking -> Failed; all passed -> Released; all Pending -> Pending; else Running.
  *   e. Released: [setHoldReason(undefined) if set], release(inject), updateRunStatus, Normal
  *      Released. Release goes first so the Revision starts as early as possible; a crash before
@@ -56,7 +67,9 @@
  *   f. requeueAfterMs = time to the nearest deadline or resend of a Requested hook.
  *
  * Every send names the run by its UID (sendRequest.runUID): the event id and the correlationid
- * carry it, so a reply to a deleted run never counts for the run created after it.
+ * carry it, so a reply to a deleted run never counts for the run created after it. A new run's
+ * UID is known only once the create returns, so its first requests are createRun.requests, which
+ * the shell sends after the status recording them is stored (record, then send), named by it.
  *
  * Cancels are recorded before they are sent, and the finalizer goes before them too: a hook that
  * cannot be reached must never keep a Revision from being deleted, so a cancel is best effort.
@@ -68,6 +81,7 @@ import {
   HOOKS_ANNOTATION,
   type HookSnapshot,
   type HookStatus,
+  type PrestartRunSpec,
   type PrestartRunStatus,
   type PrestartRunView,
   REASON_ANNOTATION,
@@ -169,13 +183,50 @@ function createRun(o: Observed): Decision {
       hooks.push({ name, phase: 'Failed', attempt: 1, message: err.message });
     }
   }
+  const spec: PrestartRunSpec = { revisionUID: revision.uid, hooks: snapshots };
+  const started = createStarted(o, spec, hooks);
+  if (started) return started;
   const status: PrestartRunStatus = {
     phase: 'Pending',
     hooks,
     conditions: setCondition([], readyFor('Pending', []), o.now.toISOString()),
     summary: summaryOf(hooks),
   };
-  return { actions: [{ type: 'createRun', spec: { revisionUID: revision.uid, hooks: snapshots }, status }] };
+  return { actions: [{ type: 'createRun', spec, status, requests: [] }] };
+}
+
+/**
+ * The run created with its first stage already Requested, as rule 11 step c would write it, and
+ * those requests for the shell to send once that status is stored: this saves a status write and
+ * a watch round trip before a hook is asked (issue 14). Undefined when the new run should start
+ * Pending and the next pass take it from there: a blocking hook (rule 11 writes its Warning event
+ * and hold reason), nothing that holds (no hooks, or only Audit ones: the release and its event
+ * are rule 11's), or a superseded Revision (rule 10 cancels it before anything is asked).
+ */
+function createStarted(o: Observed, spec: PrestartRunSpec, hooks: HookStatus[]): Decision | undefined {
+  if (o.supersededBy !== undefined && !o.namedByTraffic) return undefined;
+  const joined = joinHooks(spec, hooks);
+  if (joined.some(isBlocking)) return undefined;
+  const now = o.now.getTime();
+  const nowIso = o.now.toISOString();
+  // The run's UID is unknown until the create returns; the shell names the requests by it.
+  const clock: SendClock = { now, nowIso, runUID: undefined, leaderSince: o.leaderSince?.getTime() };
+  const sends: Action[] = [];
+  const entries = startStage(joined, clock, sends);
+  const phase = derivePhase(entries);
+  if (phase !== 'Running') return undefined;
+  const requests = sends.flatMap((a) => (a.type === 'sendRequest' ? [{ hook: a.hook, attempt: a.attempt, deadline: a.deadline }] : []));
+  const started = entries.map((e) => e.status);
+  const status: PrestartRunStatus = compact({
+    phase,
+    hooks: started,
+    conditions: setCondition([], readyFor(phase, entries), nowIso),
+    summary: summaryOf(started),
+  });
+  // A reason left from before (a failed run the admin deleted, a fixed annotation) goes, as rule 11 would clear it.
+  const actions: Action[] = [{ type: 'createRun', spec, status, requests }, ...holdReasonActions(o, undefined)];
+  const requeueAfterMs = nextWakeup(entries, now);
+  return requeueAfterMs === undefined ? { actions } : { actions, requeueAfterMs };
 }
 
 /** The status to work from; rebuilt from the spec when the run was created but its status never written. */
@@ -346,7 +397,10 @@ function expireOrResend(entry: HookEntry, c: SendClock, sends: Action[]): HookEn
   if (timedOut) return timedOut;
   const deadlineIso = deadlineIsoOf(status, deadline);
   const resendAt = resendAtOf(status, snapshot);
-  if (resendAt !== undefined && now >= resendAt) {
+  // Sent before this replica led: the leader that recorded it may have died before its send went
+  // out (sends are queued after the record), and nothing it held in memory survives. Ask once now.
+  const inheritedAt = c.leaderSince !== undefined && sentAt(status) < c.leaderSince;
+  if (resendAt !== undefined && (now >= resendAt || inheritedAt)) {
     sends.push(request(deadlineIso));
     return { snapshot, status: { ...status, lastSentAt: nowIso, deadline: deadlineIso } };
   }

@@ -28,8 +28,20 @@ export interface Observed {
   leaderSince?: Date;
 }
 
+/** A request the status a run is created with records as sent (decide rule 7). */
+export interface FirstRequest {
+  hook: HookSnapshot;
+  attempt: number;
+  deadline: string;
+}
+
 export type Action =
-  | { type: 'createRun'; spec: PrestartRunSpec; status: PrestartRunStatus }
+  /**
+   * requests: the ones the created status records as sent. The shell sends them once that status
+   * is stored, named by the created run's UID: the UID is unknown until the create returns, which
+   * is why they are not sendRequest actions.
+   */
+  | { type: 'createRun'; spec: PrestartRunSpec; status: PrestartRunStatus; requests: FirstRequest[] }
   | { type: 'updateRunStatus'; status: PrestartRunStatus }
   /** Sent after the status that records it was written (record, then send). runUID: the run it is for (PrestartRunView.uid). */
   | { type: 'sendRequest'; runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string }

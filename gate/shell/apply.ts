@@ -1,6 +1,7 @@
 // Applies the core's actions, in order. The first failure stops the list (the caller requeues
 // with backoff and the core decides again from what really got written), so "record, then send"
-// holds: a request is never sent unless the status that records it was stored. Sends are queued
+// holds: a request is never sent unless the status that records it was stored (a new run's first
+// requests go out after its create and status write both returned). Sends are queued
 // (gate/shell/sender.ts): the network send happens off the reconcile workers, so a hook that
 // hangs holds its own send slots, never a worker. Events and the Revision's condition are written
 // in the background too (gate/shell/background.ts): nothing decided waits for them.
@@ -69,7 +70,10 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
   const { client, revision } = ctx;
   switch (action.type) {
     case 'createRun':
-      await client.createRun(revision, action.spec, action.status);
+      // The status recording the first requests is stored once this returns (a throw sends none:
+      // rule 11 starts the stage of a run left without status); only then is the UID they carry known.
+      ctx.run = await client.createRun(revision, action.spec, action.status);
+      for (const r of action.requests) ctx.sends.request(revision, ctx.run.metadata?.uid, r.hook, r.attempt, r.deadline);
       return;
     case 'updateRunStatus':
       ctx.run = await client.replaceRunStatus(requireRun(ctx), action.status);

@@ -26,6 +26,7 @@ import { HOLD_LABEL } from '../../api/types.ts';
 import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
 import type { KubeClient } from './kube-client.ts';
 import { RevisionIndex } from './revision-index.ts';
+import { KeyLocks } from './sender.ts';
 import { heldRevisionView, METADATA_ONLY, METADATA_ONLY_LIST, revisionStub, routeView, runView } from './views.ts';
 
 export type { Cache, InformerHealth };
@@ -77,6 +78,10 @@ interface Listed<T> {
 export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, opts: CacheOptions = {}): Caches {
   const core = kc.makeApiClient(CoreV1Api);
   const limit = opts.pageSize ?? LIST_PAGE_SIZE;
+  // One list at a time: after a blip every informer re-lists at once, and their pages of full
+  // objects, parsed side by side, were the gate's memory peak. In turn, a re-list costs one page.
+  const turns = new KeyLocks();
+  const inTurn = <R>(list: () => Promise<R>) => turns.exclusive('list', list);
   const custom = <T extends KubernetesObject>(
     r: Resource,
     name: string,
@@ -91,7 +96,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
         { group: r.group, version: r.version, plural: r.plural, limit, _continue: cont, labelSelector: extra.labelSelector },
         headers,
       ) as Promise<Listed<T>>;
-    return trackedInformer<T>(kc, watchPath(r), () => pagedList(page, view), name, log, {
+    return trackedInformer<T>(kc, watchPath(r), () => inTurn(() => pagedList(page, view)), name, log, {
       watchTimeoutSeconds: opts.watchTimeoutSeconds,
       transform: view,
       ...extra,
@@ -103,9 +108,11 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
       kc,
       '/api/v1/namespaces',
       () =>
-        pagedList(
-          (cont) => core.listNamespace({ limit, _continue: cont, ...(selector ? { labelSelector: selector } : {}) }),
-          (ns) => ns,
+        inTurn(() =>
+          pagedList(
+            (cont) => core.listNamespace({ limit, _continue: cont, ...(selector ? { labelSelector: selector } : {}) }),
+            (ns) => ns,
+          ),
         ),
       'namespaces',
       log,

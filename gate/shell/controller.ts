@@ -173,7 +173,11 @@ export class Controller {
     const { caches } = this.opts;
     const runObj = caches.runs.get(name, namespace);
     const revObj = caches.revisions.get(name, namespace) ?? (await this.unheldToLookAt(key, runObj));
-    if (!revObj) return undefined;
+    if (!revObj) {
+      // Released or cancelled, unheld, nothing left: the observer has nothing more to count for it.
+      if (runObj?.spec?.revisionUID && isFinished(runObj)) this.opts.metrics.observer.forget(runObj.spec.revisionUID);
+      return undefined;
+    }
     if (!caches.namespaces.get(namespace)) {
       // Not (yet) a namespace of this gate's: a held Revision there may be ours, stamped before the
       // namespace reached the cache. The namespace's add event wakes it; this is the safety net.

@@ -3,13 +3,18 @@
 // replica at any point cannot apply an effect twice or on top of a state it did not see.
 import type { RequestOptions } from 'node:https';
 import {
+  type ApiConstructor,
+  type ApiType,
   CoreV1Api,
   CustomObjectsApi,
+  createConfiguration,
   KubeConfig,
   PatchStrategy,
   type RequestContext,
+  ServerConfiguration,
   setHeaderOptions,
   type V1Namespace,
+  wrapHttpLibrary,
 } from '@kubernetes/client-node';
 import { isNotFound } from '../../api/kube-errors.ts';
 import { FIELD_MANAGER, REVISIONS, type Resource, type RevisionObject, RUNS, type RunObject } from '../../api/resources.ts';
@@ -22,7 +27,7 @@ import {
   RUN_IDS_ANNOTATION,
   RUN_IDS_V2,
 } from '../../api/types.ts';
-import { ConnectionPool } from './connections.ts';
+import { ConnectionPool, PooledHttp } from './connections.ts';
 
 export class KubeClient {
   readonly custom: CustomObjectsApi;
@@ -64,8 +69,8 @@ export class KubeClient {
     }
   }
 
-  /** Creates the run owned by its Revision (garbage collected with it), then writes its first status. */
-  async createRun(revision: RevisionView, spec: PrestartRunSpec, status: PrestartRunStatus): Promise<void> {
+  /** Creates the run owned by its Revision (garbage collected with it), then writes its first status: returns it as stored. */
+  async createRun(revision: RevisionView, spec: PrestartRunSpec, status: PrestartRunStatus): Promise<RunObject> {
     const body: RunObject = {
       apiVersion: `${RUNS.group}/${RUNS.version}`,
       kind: 'PrestartRun',
@@ -84,7 +89,7 @@ export class KubeClient {
       body,
       fieldManager: FIELD_MANAGER,
     })) as RunObject;
-    await this.replaceRunStatus(created, status);
+    return this.replaceRunStatus(created, status);
   }
 
   /** Replaces the status, failing with 409 when the run changed since `run` was read. */
@@ -183,8 +188,17 @@ class TimedKubeConfig extends KubeConfig {
   /** Every generated API client calls this before each request; a caller's own signal wins. */
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);
-    this.connections.reuse(context);
     if (context.getSignal() === undefined) context.setSignal(AbortSignal.timeout(this.timeoutMs));
+  }
+
+  /** API clients that send over the pool's kept connections (gate/shell/connections.ts). */
+  override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
+    const cluster = this.getCurrentCluster();
+    if (!cluster) throw new Error('No active cluster!');
+    const httpApi = wrapHttpLibrary(new PooledHttp(this.connections));
+    return new apiClientType(
+      createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: this }, httpApi }),
+    );
   }
 
   /** Watches: node-fetch's `timeout` bounds the wait for the response head (the stream itself is guarded in informer.ts). */

@@ -12,7 +12,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
 import { RunObserver } from './observer.ts';
-import { startTracing, type Tracing } from './tracing.ts';
+import { noTracing, type Tracing } from './tracing.ts';
 import type { QueueInstruments } from './workqueue.ts';
 
 /** What the hold gauges read at scrape time: the leader's informer caches. */
@@ -45,7 +45,7 @@ const SECOND_BUCKETS_HOLD = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 36
 const SECOND_BUCKETS_HUMAN = [30, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200];
 
 /** `tracing` gets the run and attempt spans the observer records; none by default. */
-export function createMetrics(withDefaults = false, tracing: Tracing = startTracing(undefined)): Metrics {
+export function createMetrics(withDefaults = false, tracing: Tracing = noTracing): Metrics {
   const registry = new Registry();
   if (withDefaults) collectDefaultMetrics({ register: registry, prefix: 'prestart_gate_' });
   const registers = [registry];

@@ -52,7 +52,11 @@ const OUTCOMES: Partial<Record<HookPhase, AttemptOutcome>> = {
   TimedOut: 'timed_out',
   Cancelled: 'cancelled',
 };
-/** Revisions remembered at most; the oldest seen is forgotten first (a deleted Revision is never reconciled again). */
+/**
+ * Revisions remembered at most; the oldest seen is forgotten first. A bound only: the controller
+ * has the observer forget each Revision once its run is finished and nothing is left to do for it
+ * (forget()), so what is remembered is what is held or still moving.
+ */
 const MAX_REMEMBERED = 20_000;
 
 export class RunObserver {
@@ -66,6 +70,21 @@ export class RunObserver {
   /** A new leadership term: what an earlier term (or another leader) saw may be stale. */
   reset(): void {
     this.seen = new Map();
+  }
+
+  /**
+   * The Revision's run is Released or Cancelled as the cache shows it, and the Revision is not held:
+   * no transition of it is left to count, and no view the controller reads can step back behind
+   * that (~600 B a Revision otherwise, kept up to MAX_REMEMBERED; issue 14). Should it be observed
+   * again (its finalizer, a failed reconcile), it is as new: nothing is counted from that look.
+   */
+  forget(revisionUID: string): void {
+    this.seen.delete(revisionUID);
+  }
+
+  /** How many Revisions are remembered (tests, benches). */
+  get remembered(): number {
+    return this.seen.size;
   }
 
   /** Called by the controller with each observation and the decision made from it (before it is applied). */

@@ -1,10 +1,20 @@
 // The gate's own small CA: ECDSA P-256 keys, a self-signed CA and serving certificates it
 // issues, as PEM. No Kubernetes here; certs.ts stores the results.
-// @peculiar/x509 (through tsyringe) needs the Reflect metadata API.
-import 'reflect-metadata';
+//
+// Certificates are made with @peculiar/x509, loaded only when one is made (a new install, a
+// renewal): a replica that starts with valid stored certificates reads them with node:crypto
+// alone and never loads it (with tsyringe and reflect-metadata, ~3 MiB of heap; issue 14).
 import { createPrivateKey, X509Certificate as NodeX509Certificate, webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
+import { isIP } from 'node:net';
+import type * as X509 from '@peculiar/x509';
 import type { StoredCertFacts, SubjectAltNames, Validity } from './cert-policy.ts';
+
+let library: Promise<typeof X509> | undefined;
+/** @peculiar/x509, loaded at the first certificate made; it (through tsyringe) needs the Reflect metadata API first. */
+function loadX509(): Promise<typeof X509> {
+  library ??= import('reflect-metadata').then(() => import('@peculiar/x509'));
+  return library;
+}
 
 const crypto = webcrypto;
 type CryptoKey = webcrypto.CryptoKey;
@@ -18,6 +28,7 @@ export interface PemPair {
 }
 
 export async function createCa(validity: Validity, commonName = 'knative-prestart webhook CA'): Promise<PemPair> {
+  const x509 = await loadX509();
   const keys = await generateKeys();
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
@@ -35,10 +46,11 @@ export async function createCa(validity: Validity, commonName = 'knative-prestar
     },
     crypto,
   );
-  return { certPem: cert.toString('pem'), keyPem: await exportPrivateKey(keys.privateKey) };
+  return { certPem: cert.toString('pem'), keyPem: await exportPrivateKey(x509, keys.privateKey) };
 }
 
 export async function issueServingCert(ca: PemPair, sans: SubjectAltNames, validity: Validity): Promise<PemPair> {
+  const x509 = await loadX509();
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await crypto.subtle.importKey('pkcs8', x509.PemConverter.decodeFirst(ca.keyPem), KEY_ALGORITHM, false, ['sign']);
   const keys = await generateKeys();
@@ -68,21 +80,37 @@ export async function issueServingCert(ca: PemPair, sans: SubjectAltNames, valid
     },
     crypto,
   );
-  return { certPem: cert.toString('pem'), keyPem: await exportPrivateKey(keys.privateKey) };
+  return { certPem: cert.toString('pem'), keyPem: await exportPrivateKey(x509, keys.privateKey) };
 }
 
 export function certValidity(certPem: string): Validity {
-  const cert = new x509.X509Certificate(certPem);
-  return { notBefore: cert.notBefore, notAfter: cert.notAfter };
+  const cert = new NodeX509Certificate(certPem);
+  // OpenSSL's form, e.g. "Dec  1 10:44:11 2026 GMT" (whole seconds, as X.509 stores them).
+  return { notBefore: parsedTime(cert.validFrom), notAfter: parsedTime(cert.validTo) };
 }
 
+function parsedTime(text: string): Date {
+  const t = new Date(text);
+  if (Number.isNaN(t.getTime())) throw new Error(`certificate: unreadable validity time "${text}"`);
+  return t;
+}
+
+/** One name of Node's subjectAltName text: `DNS:name` or `IP Address:addr`, JSON-quoted when it holds a comma or quote. */
+const SAN_ENTRY = /(DNS|IP Address):("(?:[^"\\]|\\.)*"|[^,]*)(?:, |$)/g;
+
 export function certSans(certPem: string): SubjectAltNames {
-  const ext = new x509.X509Certificate(certPem).getExtension(x509.SubjectAlternativeNameExtension);
-  const names = ext ? ext.names.toJSON() : [];
-  return {
-    dnsNames: names.filter((n) => n.type === 'dns').map((n) => n.value),
-    ipAddresses: names.filter((n) => n.type === 'ip').map((n) => n.value),
-  };
+  const sans: SubjectAltNames = { dnsNames: [], ipAddresses: [] };
+  for (const [, type, raw] of (new NodeX509Certificate(certPem).subjectAltName ?? '').matchAll(SAN_ENTRY)) {
+    const value = raw?.startsWith('"') ? (JSON.parse(raw) as string) : (raw ?? '');
+    if (type === 'DNS') sans.dnsNames.push(value);
+    else sans.ipAddresses.push(canonicalIp(value));
+  }
+  return sans;
+}
+
+/** OpenSSL spells IPv6 out in full and in upper case (0:0:0:0:0:0:0:1); the wanted names use the short form (::1). */
+function canonicalIp(ip: string): string {
+  return isIP(ip) === 6 ? new URL(`http://[${ip}]/`).hostname.slice(1, -1) : ip;
 }
 
 export function isIssuedBy(certPem: string, caPem: string): boolean {
@@ -117,6 +145,6 @@ async function generateKeys(): Promise<CryptoKeyPair> {
   return crypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
 }
 
-async function exportPrivateKey(key: CryptoKey): Promise<string> {
+async function exportPrivateKey(x509: typeof X509, key: CryptoKey): Promise<string> {
   return x509.PemConverter.encode(await crypto.subtle.exportKey('pkcs8', key), 'PRIVATE KEY');
 }

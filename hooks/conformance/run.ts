@@ -54,13 +54,14 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       return answer;
     };
     const repliesTo = (probe: string) => [...sink.replies, ...inAnswers].filter((r) => probeOf(r) === probe);
-    // A reply the gate would refuse ends the wait too: the hook has answered, badly.
-    const ends = (probe: string, since: number) => (r: ReceivedReply) =>
-      r.at >= since && probeOf(r) === probe && (isFinal(r) || r.error !== undefined);
-    const finalFor = async (probe: string, answer: Answer, waitMs: number, since = answer.sentAt) => {
-      const inBody = inAnswers.find(ends(probe, since));
+    // A reply the gate would refuse ends the wait too: the hook has answered, badly. `earlier`: replies
+    // seen before this wait began, which do not end it (a set, not a time: two replies can share a ms).
+    const ends = (probe: string, earlier: ReadonlySet<ReceivedReply>) => (r: ReceivedReply) =>
+      !earlier.has(r) && probeOf(r) === probe && (isFinal(r) || r.error !== undefined);
+    const finalFor = async (probe: string, answer: Answer, waitMs: number, earlier: ReadonlySet<ReceivedReply> = new Set()) => {
+      const inBody = inAnswers.find(ends(probe, earlier));
       if (inBody || !is2xx(answer)) return inBody;
-      return sink.waitFor(ends(probe, since), waitMs);
+      return sink.waitFor(ends(probe, earlier), waitMs);
     };
 
     // Nothing may come of these.
@@ -101,13 +102,14 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       finalFor('structured', structured, timeoutMs),
     ]);
     let afterFinish: Answer | undefined;
-    let cut = Number.POSITIVE_INFINITY;
+    // The valid request's replies that came before it was sent again after finishing.
+    let beforeRepeat: ReadonlySet<ReceivedReply> | undefined;
     const firstLatency = firstFinal ? firstFinal.at - first.sentAt : 0;
     const againWaitMs = Math.min(timeoutMs, Math.max(3_000, 2 * firstLatency));
     if (firstFinal && isFinal(firstFinal)) {
-      cut = Date.now();
+      beforeRepeat = new Set(repliesTo('valid'));
       afterFinish = await send(toBinary(valid), 'valid', 'the valid request repeated after it finished');
-      await finalFor('valid', afterFinish, againWaitMs, cut);
+      await finalFor('valid', afterFinish, againWaitMs, beforeRepeat);
     }
     const slowest = Math.max(firstLatency, structuredFinal ? structuredFinal.at - structured.sentAt : 0);
     await sleep(opts.quietMs ?? Math.min(timeoutMs, Math.max(1_000, slowest)));
@@ -120,8 +122,8 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
         first,
         ...(whileRunning ? { whileRunning } : {}),
         ...(afterFinish ? { afterFinish } : {}),
-        before: validReplies.filter((r) => r.at < cut),
-        after: validReplies.filter((r) => r.at >= cut),
+        before: beforeRepeat ? validReplies.filter((r) => beforeRepeat.has(r)) : validReplies,
+        after: beforeRepeat ? validReplies.filter((r) => !beforeRepeat.has(r)) : [],
         waitedMs: againWaitMs,
       }),
       checkNotActedOn('R3-ignores-other-hooks', other, repliesTo('other-hook'), {

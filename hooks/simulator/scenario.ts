@@ -73,25 +73,22 @@ export function buildScenario(opts: ScenarioOptions): Scenario {
     },
   };
   const observed: Observed = { revision, hooks: new Map([[hook.name, hook]]), namedByTraffic: false, now };
-  const created = decide(observed).actions.find((a) => a.type === 'createRun');
-  if (created?.type !== 'createRun') throw new Error(`the gate would not start a run: ${JSON.stringify(decide(observed).actions)}`);
-  let run: PrestartRunView = {
+  const actions = decide(observed).actions;
+  const created = actions.find((a) => a.type === 'createRun');
+  if (created?.type !== 'createRun') throw new Error(`the gate would not start a run: ${JSON.stringify(actions)}`);
+  // The run is created with the request recorded; the gate sends it named by the new run's UID.
+  const [request] = created.requests;
+  if (!request) throw new Error(`the gate would not send a request: ${JSON.stringify(actions)}`);
+  const run: PrestartRunView = {
     namespace: revision.namespace,
     name: revision.name,
     uid: randomUUID(),
     spec: created.spec,
     status: created.status,
   };
-  const started = decide({ ...observed, run }).actions;
-  const update = started.find((a) => a.type === 'updateRunStatus');
-  const send = started.find((a) => a.type === 'sendRequest');
-  if (update?.type !== 'updateRunStatus' || send?.type !== 'sendRequest') {
-    throw new Error(`the gate would not send a request: ${JSON.stringify(started)}`);
-  }
-  run = { ...run, status: update.status };
   return {
     observed: { ...observed, run },
     run,
-    send: { runUID: send.runUID, hook: send.hook, attempt: send.attempt, deadline: send.deadline },
+    send: { runUID: run.uid, hook: request.hook, attempt: request.attempt, deadline: request.deadline },
   };
 }

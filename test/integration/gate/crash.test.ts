@@ -91,7 +91,8 @@ test.serial(
     await killedAt(gate, 'after-reply-recorded');
     const run = await env.waitForRun('reply-00001', 'reply stored', (r) => r.status?.hooks?.[0]?.phase === 'Succeeded');
     t.truthy(run, 'the reply was stored before the crash');
-    t.true(isHeld(await env.getRevision('reply-00001')));
+    // Held or already released: the leader may see the stored reply (its watch) and release before
+    // the write's own answer reaches the recorder and the crash point. Either way nothing is lost.
     await start();
     t.is(await replyUntilAccepted(req), 202, "the hook's retry is acknowledged as a duplicate");
     await env.waitReleased('reply-00001', 60_000);

@@ -82,6 +82,7 @@ export function apply(o: Observed, actions: readonly Action[]): Observed {
   for (const action of actions) {
     switch (action.type) {
       case 'createRun':
+        // Its requests are sends: nothing observable here.
         run = { namespace: revision.namespace, name: revision.name, uid: RUN_UID, spec: action.spec, status: action.status };
         break;
       case 'updateRunStatus':

@@ -14,12 +14,11 @@ const step = (o: Observed, seconds: number) => {
 
 test('an Audit hook is requested with its stage, and the Revision is released without waiting for it', (t) => {
   let o = observed(heldRevision(['db', 'new-check']), [hook('db', { order: 1 }), hook('new-check', { order: 1, mode: 'Audit' })]);
-  o = step(o, 0).o;
   const first = step(o, 1);
   t.deepEqual(
-    ofType(first.d, 'sendRequest').map((s) => s.hook.name),
+    ofType(first.d, 'createRun')[0]?.requests.map((r) => r.hook.name),
     ['db', 'new-check'],
-    'requested like any other',
+    'requested like any other, in the status the run is created with',
   );
   o = answer({ ...first.o, now: at(2) }, 'db');
   const released = step(o, 2);
@@ -33,10 +32,9 @@ test('an Audit hook is requested with its stage, and the Revision is released wi
 
 test('an Audit hook that fails never holds; the run says it would have held', (t) => {
   let o = observed(heldRevision(['db', 'new-check']), [hook('db', { order: 2 }), hook('new-check', { order: 1, mode: 'Audit' })]);
-  o = step(o, 0).o;
   const first = step(o, 1);
   t.deepEqual(
-    ofType(first.d, 'sendRequest').map((s) => s.hook.name),
+    ofType(first.d, 'createRun')[0]?.requests.map((r) => r.hook.name),
     ['db', 'new-check'],
     'the lower-order Audit hook does not make the Enforce hook wait',
   );
@@ -55,7 +53,6 @@ test('an Audit hook that fails never holds; the run says it would have held', (t
 
 test('an Audit hook of a higher order than every Enforce hook is still requested', (t) => {
   let o = observed(heldRevision(['db', 'smoke']), [hook('db', { order: 1 }), hook('smoke', { order: 5, mode: 'Audit' })]);
-  o = step(o, 0).o;
   o = step(o, 1).o;
   o = answer({ ...o, now: at(2) }, 'db');
   const d = step(o, 2).d;
@@ -64,4 +61,17 @@ test('an Audit hook of a higher order than every Enforce hook is still requested
     ['smoke'],
   );
   t.is(ofType(d, 'release').length, 1);
+});
+
+test('a run of Audit hooks only is created Pending: the next pass requests them as it releases', (t) => {
+  let o = observed(heldRevision(['new-check']), [hook('new-check', { mode: 'Audit' })]);
+  const created = step(o, 0);
+  t.like(ofType(created.d, 'createRun')[0], { status: { phase: 'Pending' }, requests: [] });
+  o = created.o;
+  const released = step(o, 1).d;
+  t.deepEqual(
+    ofType(released, 'sendRequest').map((s) => s.hook.name),
+    ['new-check'],
+  );
+  t.is(ofType(released, 'release').length, 1);
 });

@@ -4,10 +4,9 @@ import { decide } from '../../../gate/core/decide.ts';
 import type { Observed } from '../../../gate/core/types.ts';
 import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, revision, types } from './_builders.ts';
 
-/** db (order 1) Requested, warm (order 2) Pending. */
+/** db (order 1) Requested, warm (order 2) Pending: the run as created. */
 function inFlight(): Observed {
-  let o = observed(heldRevision(['db', 'warm']), [hook('db', { order: 1 }), hook('warm', { order: 2 })]);
-  o = apply(o, decide(o).actions);
+  const o = observed(heldRevision(['db', 'warm']), [hook('db', { order: 1 }), hook('warm', { order: 2 })]);
   return apply(o, decide(o).actions);
 }
 
@@ -73,7 +72,9 @@ test('a superseded Revision that traffic names explicitly keeps going', (t) => {
 
 test('a superseded Revision is cancelled before any request goes out', (t) => {
   let o: Observed = { ...observed(heldRevision(['db']), [hook('db')]), supersededBy: 'hello-00002' };
-  o = apply(o, decide(o).actions);
+  const created = decide(o);
+  t.like(ofType(created, 'createRun')[0], { status: { phase: 'Pending' }, requests: [] }, 'not asked at creation');
+  o = apply(o, created.actions);
   const d = decide(o);
   t.deepEqual(ofType(d, 'sendRequest'), []);
   t.deepEqual(ofType(d, 'sendCancel'), [], 'a Pending hook was never asked, so it is not told to stop');

@@ -1,16 +1,16 @@
 import test from 'ava';
 import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../api/types.ts';
 import { decide, FOREIGN_RUN_REQUEUE_MS } from '../../../gate/core/decide.ts';
-import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, revision, step, types } from './_builders.ts';
+import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, RUN_UID, revision, step, T0, types } from './_builders.ts';
 
 test('an unheld Revision without a run is never touched', (t) => {
   t.deepEqual(decide(observed(revision(), [hook('db')])), { actions: [] });
 });
 
-test('a held Revision gets a run with snapshots of its hooks, all Pending, and nothing else', (t) => {
-  const o = observed(heldRevision(['db', 'cache']), [hook('db', { timeout: '2m' }), hook('cache')]);
+test('a held Revision gets a run with snapshots of its hooks, created with its first order already requested', (t) => {
+  const o = observed(heldRevision(['db', 'cache', 'warm']), [hook('db', { timeout: '2m' }), hook('cache'), hook('warm', { order: 1 })]);
   const d = decide(o);
-  t.deepEqual(types(d), ['createRun']);
+  t.deepEqual(types(d), ['createRun'], 'no sendRequest: the run has no UID before it is created');
   const [create] = ofType(d, 'createRun');
   t.is(create?.spec.revisionUID, 'uid-1');
   t.deepEqual(
@@ -18,26 +18,50 @@ test('a held Revision gets a run with snapshots of its hooks, all Pending, and n
     [
       ['db', 120],
       ['cache', 60],
+      ['warm', 60],
     ],
   );
-  t.is(create?.status.phase, 'Pending');
+  t.is(create?.status.phase, 'Running');
+  const sent = T0.toISOString();
+  t.deepEqual(create?.status.hooks, [
+    { name: 'db', phase: 'Requested', attempt: 1, requestedAt: sent, lastSentAt: sent, deadline: at(120).toISOString() },
+    { name: 'cache', phase: 'Requested', attempt: 1, requestedAt: sent, lastSentAt: sent, deadline: at(60).toISOString() },
+    { name: 'warm', phase: 'Pending', attempt: 1 },
+  ]);
+  t.is(create?.status.summary, '0/3');
+  t.deepEqual(create?.status.conditions, [
+    { type: 'Ready', status: 'Unknown', reason: 'Running', message: 'waiting for db, cache, warm', lastTransitionTime: sent },
+  ]);
   t.deepEqual(
-    create?.status.hooks.map((h) => [h.name, h.phase, h.attempt]),
+    create?.requests,
     [
-      ['db', 'Pending', 1],
-      ['cache', 'Pending', 1],
+      { hook: create?.spec.hooks[0], attempt: 1, deadline: at(120).toISOString() },
+      { hook: create?.spec.hooks[1], attempt: 1, deadline: at(60).toISOString() },
     ],
+    'the requests the status records, for the shell to send once it is stored',
   );
-  t.is(create?.status.summary, '0/2');
+  t.is(d.requeueAfterMs, 20_000, 'woken for the first resend');
 });
 
-test('the whole way: create, request, reply, release', (t) => {
+test('the run as the informer brings it back is not asked again; the resend comes after resendInterval', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
-  o = apply(o, decide(o).actions); // creating the run is all the first decision does
+  o = apply(o, decide(o).actions);
+  t.deepEqual(decide(o).actions, [], 'no second status write, no second send');
+  t.deepEqual(decide({ ...o, now: at(1), leaderSince: at(-60) }), { actions: [], requeueAfterMs: 19_000 });
+  const resent = decide({ ...o, now: at(20) });
+  t.deepEqual(types(resent), ['updateRunStatus', 'sendRequest']);
+  t.like(ofType(resent, 'sendRequest')[0], { runUID: RUN_UID, attempt: 1, deadline: at(60).toISOString() });
+});
 
-  const requested = step(t, o);
-  t.deepEqual(types(requested.decision), ['updateRunStatus', 'sendRequest']);
-  o = requested.next;
+test('the whole way: create with the request, reply, release', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  const created = step(t, o);
+  t.deepEqual(types(created.decision), ['createRun']);
+  t.deepEqual(
+    ofType(created.decision, 'createRun')[0]?.requests.map((r) => r.hook.name),
+    ['db'],
+  );
+  o = created.next;
   t.deepEqual(hookPhases(o), { db: 'Requested' });
   t.is(o.run?.status?.phase, 'Running');
 
@@ -61,7 +85,6 @@ test('the whole way: create, request, reply, release', (t) => {
 test('a hook that contributed bindings makes the release add the inject label', (t) => {
   let o = observed(heldRevision(['db']), [hook('db', { allowed: ['envFrom'] })]);
   o = apply(o, decide(o).actions);
-  o = apply(o, decide(o).actions);
   o = answer(o, 'db', { contributions: [{ name: 'db', secretName: 'db-credentials', as: 'envFrom' }] });
   const d = decide(o);
   t.deepEqual(ofType(d, 'release'), [{ type: 'release', inject: true }]);
@@ -70,7 +93,6 @@ test('a hook that contributed bindings makes the release add the inject label', 
 
 test('a crash between label removal and status write is finished on the unheld Revision', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
-  o = apply(o, decide(o).actions);
   o = apply(o, decide(o).actions);
   o = answer(o, 'db');
   const d = decide(o);
@@ -85,7 +107,6 @@ test('a crash between label removal and status write is finished on the unheld R
 test('an unheld Revision whose run is still unfinished is left alone', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
   o = apply(o, decide(o).actions);
-  o = apply(o, decide(o).actions);
   const unheld = { ...o, revision: { ...o.revision, labels: {} } };
   t.deepEqual(decide(unheld).actions, []);
   t.deepEqual(decide({ ...unheld, now: at(3600) }).actions, [], 'not even its deadlines are enforced');
@@ -93,7 +114,6 @@ test('an unheld Revision whose run is still unfinished is left alone', (t) => {
 
 test('a held Revision whose run says Released is released again (stale cache)', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
-  o = apply(o, decide(o).actions);
   o = apply(o, decide(o).actions);
   o = answer(o, 'db');
   o = apply(o, decide(o).actions);
@@ -104,11 +124,16 @@ test('a held Revision whose run says Released is released again (stale cache)', 
 test('a named hook that does not exist fails the run closed, and nothing is sent', (t) => {
   let o = observed(heldRevision(['db', 'ghost']), [hook('db')]);
   const created = decide(o);
-  t.like(ofType(created, 'createRun')[0]?.status.hooks[1], {
+  const [create] = ofType(created, 'createRun');
+  t.like(create?.status, { phase: 'Pending', summary: '0/2' }, "the failure is rule 11's, with its event and hold reason");
+  t.like(create?.status.hooks[0], { name: 'db', phase: 'Pending' });
+  t.like(create?.status.hooks[1], {
     name: 'ghost',
     phase: 'Failed',
     message: 'PrestartHook ghost not found',
   });
+  t.deepEqual(create?.requests, [], 'db is not asked');
+  t.is(created.requeueAfterMs, undefined);
   t.deepEqual(
     ofType(created, 'createRun')[0]?.spec.hooks.map((h) => h.name),
     ['db'],
@@ -127,7 +152,9 @@ test('a hook with an invalid spec fails the run closed', (t) => {
   const o = observed(heldRevision(['db']), [hook('db', { timeout: 'forever' })]);
   const [create] = ofType(decide(o), 'createRun');
   t.deepEqual(create?.spec.hooks, []);
+  t.is(create?.status.phase, 'Pending');
   t.like(create?.status.hooks[0], { name: 'db', phase: 'Failed' });
+  t.deepEqual(create?.requests, []);
   t.regex(create?.status.hooks[0]?.message ?? '', /PrestartHook db is invalid: timeout/);
 });
 
@@ -160,6 +187,17 @@ test('a run whose status was never written gets one rebuilt from its spec', (t) 
   t.is(update?.status.phase, 'Failed');
 });
 
+test('a run whose create succeeded but whose status write failed (nothing was sent) gets its first stage requested', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  const [create] = ofType(decide(o), 'createRun');
+  if (!create) throw new Error('no createRun');
+  o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', uid: RUN_UID, spec: create.spec }, now: at(3) };
+  const started = step(t, o);
+  t.deepEqual(types(started.decision), ['updateRunStatus', 'sendRequest'], 'recorded, then sent');
+  t.like(ofType(started.decision, 'sendRequest')[0], { runUID: RUN_UID, attempt: 1, deadline: at(63).toISOString() });
+  t.deepEqual(hookPhases(started.next), { db: 'Requested' });
+});
+
 test('a run left over from an older Revision with the same name is not used', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
   o = apply(o, decide(o).actions);
@@ -169,6 +207,8 @@ test('a run left over from an older Revision with the same name is not used', (t
 
 test('a held Revision with an empty hook list is released at once', (t) => {
   let o = observed(heldRevision([]), []);
+  const [create] = ofType(decide(o), 'createRun');
+  t.like(create, { status: { phase: 'Pending' }, requests: [] }, "the release and its event are rule 11's");
   o = apply(o, decide(o).actions);
   const d = decide(o);
   t.deepEqual(types(d), ['release', 'updateRunStatus', 'event:Normal:Released']);

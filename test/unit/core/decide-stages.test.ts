@@ -4,27 +4,30 @@ import { decide } from '../../../gate/core/decide.ts';
 import type { Observed } from '../../../gate/core/types.ts';
 import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, step, types } from './_builders.ts';
 
-/** A held Revision whose run exists (created at T0, nothing requested yet). */
+/** A held Revision for these hooks, its run not created yet. */
+function held(hooks: ReturnType<typeof hook>[]): Observed {
+  return observed(heldRevision(hooks.map((h) => h.name)), hooks);
+}
+
+/** A held Revision whose run was created at T0, with its first stage requested. */
 function started(hooks: ReturnType<typeof hook>[]): Observed {
-  const o = observed(heldRevision(hooks.map((h) => h.name)), hooks);
+  const o = held(hooks);
   return apply(o, decide(o).actions);
 }
 
 const ready = (o: Observed) => o.run?.status?.conditions.find((c) => c.type === 'Ready');
 
 test('hooks of one order are requested together; the next order only after all of them succeeded', (t) => {
-  let o = started([hook('db', { order: 1 }), hook('cache', { order: 1 }), hook('warm', { order: 2 })]);
-
-  const first = step(t, o);
-  t.deepEqual(types(first.decision), ['updateRunStatus', 'sendRequest', 'sendRequest'], 'record, then send');
+  const first = step(t, held([hook('db', { order: 1 }), hook('cache', { order: 1 }), hook('warm', { order: 2 })]));
+  t.deepEqual(types(first.decision), ['createRun'], 'record, then send: the shell sends once the created status is stored');
   t.deepEqual(
-    ofType(first.decision, 'sendRequest').map((s) => [s.hook.name, s.attempt]),
+    ofType(first.decision, 'createRun')[0]?.requests.map((r) => [r.hook.name, r.attempt]),
     [
       ['db', 1],
       ['cache', 1],
     ],
   );
-  o = first.next;
+  let o = first.next;
   t.deepEqual(hookPhases(o), { db: 'Requested', cache: 'Requested', warm: 'Pending' });
   t.like(o.run?.status?.hooks[0], {
     requestedAt: o.now.toISOString(),
@@ -50,7 +53,7 @@ test('hooks of one order are requested together; the next order only after all o
 });
 
 test('a failure under Fail holds the Revision with a retry command, warns once, and stops later orders', (t) => {
-  let o = step(t, started([hook('db', { order: 1 }), hook('warm', { order: 2 })])).next;
+  let o = started([hook('db', { order: 1 }), hook('warm', { order: 2 })]);
   o = answer({ ...o, now: at(4) }, 'db', { outcome: 'failed', message: 'quota exceeded' });
 
   const failed = step(t, o);
@@ -68,7 +71,7 @@ test('a failure under Fail holds the Revision with a retry command, warns once, 
 });
 
 test('a failure under Ignore lets later orders run and the Revision go', (t) => {
-  let o = step(t, started([hook('db', { order: 1, failurePolicy: 'Ignore' }), hook('warm', { order: 2 })])).next;
+  let o = started([hook('db', { order: 1, failurePolicy: 'Ignore' }), hook('warm', { order: 2 })]);
   o = answer(o, 'db', { outcome: 'failed', message: 'cache cold' });
   const next = step(t, o);
   t.deepEqual(
@@ -86,7 +89,7 @@ test('a failure under Ignore lets later orders run and the Revision go', (t) => 
 });
 
 test('an unanswered request times out at its deadline', (t) => {
-  let o = step(t, started([hook('db', { timeout: '1m', resendInterval: '0s' })])).next;
+  let o = started([hook('db', { timeout: '1m', resendInterval: '0s' })]);
   t.deepEqual(decide({ ...o, now: at(59.999) }).actions, []);
 
   const timedOut = step(t, o, at(60));
@@ -97,7 +100,7 @@ test('an unanswered request times out at its deadline', (t) => {
 });
 
 test('a re-send keeps the attempt and the deadline and moves lastSentAt', (t) => {
-  const first = step(t, started([hook('db', { timeout: '60s', resendInterval: '20s' })]));
+  const first = step(t, held([hook('db', { timeout: '60s', resendInterval: '20s' })]));
   t.is(first.decision.requeueAfterMs, 20_000, 'wake up for the re-send');
   let o = first.next;
   t.deepEqual(decide({ ...o, now: at(19) }).actions, []);
@@ -114,7 +117,7 @@ test('a re-send keeps the attempt and the deadline and moves lastSentAt', (t) =>
 });
 
 test('an admin retry re-runs failed and timed-out hooks with the next attempt', (t) => {
-  let o = step(t, started([hook('db', { order: 1 }), hook('cache', { order: 1, timeout: '10s' }), hook('warm', { order: 2 })])).next;
+  let o = started([hook('db', { order: 1 }), hook('cache', { order: 1, timeout: '10s' }), hook('warm', { order: 2 })]);
   o = answer({ ...o, now: at(1) }, 'db', { outcome: 'failed', message: 'boom' });
   o = step(t, o, at(10)).next; // cache times out too
   t.deepEqual(hookPhases(o), { db: 'Failed', cache: 'TimedOut', warm: 'Pending' });
@@ -147,7 +150,7 @@ test('an admin retry re-runs failed and timed-out hooks with the next attempt', 
 });
 
 test('the same retry token is acted on only once', (t) => {
-  let o = step(t, started([hook('db')])).next;
+  let o = started([hook('db')]);
   o = answer(o, 'db', { outcome: 'failed', message: 'boom' });
   o = step(t, o).next;
   o = { ...o, run: o.run ? { ...o.run, retryToken: 'again' } : undefined };
@@ -159,7 +162,7 @@ test('the same retry token is acted on only once', (t) => {
 });
 
 test('a second failure in the same stage warns again, with both hooks named', (t) => {
-  let o = step(t, started([hook('db', { order: 1 }), hook('cache', { order: 1 })])).next;
+  let o = started([hook('db', { order: 1 }), hook('cache', { order: 1 })]);
   o = answer(o, 'db', { outcome: 'failed', message: 'one' });
   o = step(t, o).next;
   o = answer({ ...o, now: at(2) }, 'cache', { outcome: 'failed', message: 'two' });
@@ -172,7 +175,7 @@ test('a second failure in the same stage warns again, with both hooks named', (t
 });
 
 test('Ready keeps its lastTransitionTime while its status stays the same', (t) => {
-  let o = step(t, started([hook('db', { order: 1 }), hook('warm', { order: 2 })])).next;
+  let o = started([hook('db', { order: 1 }), hook('warm', { order: 2 })]);
   const since = ready(o)?.lastTransitionTime;
   o = answer({ ...o, now: at(30) }, 'db');
   o = step(t, o).next;

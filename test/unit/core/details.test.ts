@@ -12,7 +12,6 @@ const LOGS = 'kubectl logs job/migrate-hello-00001 -n team-a --all-containers';
 test('a progress reply’s details are kept by the final reply without any, and shown in the failure line, Event and condition', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
   o = apply(o, decideRevision(o).actions);
-  o = apply({ ...o, now: at(1) }, decideRevision({ ...o, now: at(1) }).actions);
   o = answer({ ...o, now: at(2) }, 'db', { outcome: 'progress', progress: 10, message: 'Job created', details: LOGS });
   t.is(o.run?.status?.hooks[0]?.details, LOGS);
   o = answer({ ...o, now: at(3) }, 'db', { outcome: 'failed', message: 'exit code 3' });
@@ -25,7 +24,6 @@ test('a progress reply’s details are kept by the final reply without any, and 
 test('a details-only change is a progress update, not a duplicate', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
   o = apply(o, decideRevision(o).actions);
-  o = apply({ ...o, now: at(1) }, decideRevision({ ...o, now: at(1) }).actions);
   o = answer({ ...o, now: at(2) }, 'db', { outcome: 'progress', progress: 10 });
   o = answer({ ...o, now: at(3) }, 'db', { outcome: 'progress', progress: 10, details: 'https://ci.example/7' });
   t.is(o.run?.status?.hooks[0]?.details, 'https://ci.example/7');

@@ -10,7 +10,6 @@ import { answer, apply, at, heldRevision, hook, observed, ofType, types } from '
 function failedRun(): Observed {
   let o = observed(heldRevision(['db', 'warm']), [hook('db', { order: 1 }), hook('warm', { order: 2 })]);
   o = apply(o, decideRevision(o).actions);
-  o = apply({ ...o, now: at(1) }, decideRevision({ ...o, now: at(1) }).actions);
   o = answer({ ...o, now: at(2) }, 'db', { outcome: 'failed', message: 'quota exceeded' });
   return apply(o, decideRevision(o).actions);
 }
@@ -54,7 +53,6 @@ test('a failed run is force-released: hold gone, run Released with who and why, 
 test('a running hook is told its request was cancelled', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
   o = apply(o, decideRevision(o).actions);
-  o = apply({ ...o, now: at(1) }, decideRevision({ ...o, now: at(1) }).actions);
   const d = decideRevision(forced(o));
   t.deepEqual(
     ofType(d, 'sendCancel').map((s) => [s.hook.name, s.reason]),

@@ -8,11 +8,10 @@ import { answer, apply, at, heldRevision, hook, observed } from './_builders.ts'
 
 const longHook = () => hook('train', { timeout: '6h', heartbeatTimeout: '2m', resendInterval: '0s' });
 
+/** The run created at 1s, train asked with it. */
 function requested(): Observed {
-  let o = observed(heldRevision(['train']), [longHook()]);
-  o = apply(o, decideRevision(o).actions);
-  const now = { ...o, now: at(1) };
-  return apply(now, decideRevision(now).actions);
+  const o = observed(heldRevision(['train']), [longHook()], { now: at(1) });
+  return apply(o, decideRevision(o).actions);
 }
 
 const step = (o: Observed, seconds: number) => {

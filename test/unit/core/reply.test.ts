@@ -9,8 +9,7 @@ import { apply, at, heldRevision, hook, observed, reply } from './_builders.ts';
 /** A run with db (and cache) Requested at attempt 1. */
 function requestedRun(hooks = [hook('db', { allowed: ['env', 'volume'] }), hook('cache')]): PrestartRunView {
   let o = observed(heldRevision(hooks.map((h) => h.name)), hooks);
-  o = apply(o, decide(o).actions);
-  o = apply(o, decide(o).actions);
+  o = apply(o, decide(o).actions); // created with its first stage requested
   if (!o.run) throw new Error('no run');
   return o.run;
 }

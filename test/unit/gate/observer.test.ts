@@ -44,13 +44,13 @@ const db = hook('db');
 test('a hook that answers and a release: one attempt, one run, the hold from creation to release', (t) => {
   const { calls, spans, observer } = recorder();
   let o = observed(heldRevision(['db']), [db]);
-  o = reconcile(observer, o, 0); // creates the run
-  o = reconcile(observer, o, 1); // asks db
+  o = reconcile(observer, o, 0); // creates the run, asking db
+  o = reconcile(observer, o, 1); // the informer brings the run: no resend
   o = answer({ ...o, now: at(6) }, 'db'); // the reply, written by any replica
   o = reconcile(observer, o, 7); // releases
   reconcile(observer, o, 8); // nothing more happens, nothing more is counted
-  t.deepEqual(calls, ['attempt db http succeeded 5s', 'run released', 'held 7s']);
-  t.like(spans[0], { hook: 'db', attempt: 1, outcome: 'succeeded', transport: 'http', start: at(1), end: at(6), resends: 0 });
+  t.deepEqual(calls, ['attempt db http succeeded 6s', 'run released', 'held 7s']);
+  t.like(spans[0], { hook: 'db', attempt: 1, outcome: 'succeeded', transport: 'http', start: at(0), end: at(6), resends: 0 });
   t.like(spans[1], { phase: 'Released', start: at(0), end: at(7), revision: 'hello-00001' });
 });
 
@@ -111,12 +111,27 @@ test("the gate's own release is no break-glass", (t) => {
   t.false(calls.some((c) => c.startsWith('break-glass')));
 });
 
+test('a released Revision forgotten (its run finished in the cache) is remembered no more, and a later look counts nothing', (t) => {
+  const { calls, observer } = recorder();
+  let o = observed(heldRevision(['db']), [db]);
+  o = reconcile(observer, o, 0);
+  o = reconcile(observer, o, 1);
+  o = answer({ ...o, now: at(6) }, 'db');
+  o = reconcile(observer, o, 7); // releases
+  o = reconcile(observer, o, 8);
+  t.is(observer.remembered, 1);
+  observer.forget(o.revision.uid);
+  t.is(observer.remembered, 0);
+  reconcile(observer, o, 9); // looked at again (its finalizer, say): learnt, not counted
+  t.deepEqual(calls, ['attempt db http succeeded 6s', 'run released', 'held 7s']);
+});
+
 test('an approval on a held Revision: the wait runs from the request of the hooks it waits on', (t) => {
   const { calls, observer } = recorder();
   const approval = hook('approval');
   let o = observed(heldRevision(['approval']), [approval]);
-  o = reconcile(observer, o, 0);
-  o = reconcile(observer, o, 5);
+  o = reconcile(observer, o, 5); // creates the run, asking approval
+  o = reconcile(observer, o, 6);
   o = { ...o, revision: { ...o.revision, annotations: { ...o.revision.annotations, [APPROVAL_ANNOTATION]: 'approved' } } };
   o = reconcile(observer, o, 20);
   reconcile(observer, o, 21);

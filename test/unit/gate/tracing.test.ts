@@ -35,14 +35,14 @@ test('a traceparent round-trips; anything malformed or all-zero is ignored', (t)
   }
 });
 
-test('without an exporter requests still carry the attempt traceparent, unsampled', (t) => {
-  const tracing = startTracing(undefined);
+test('without an exporter requests still carry the attempt traceparent, unsampled', async (t) => {
+  const tracing = await startTracing(undefined);
   t.false(tracing.enabled);
   t.is(tracing.traceparent('r', 'db', 1), `00-${runTraceId('r')}-${attemptSpanId('r', 'db', 1)}-00`);
 });
 
 test('with an exporter the traceparent is sampled, and the endpoint comes from the standard variables', async (t) => {
-  const tracing = startTracing({ endpoint: 'http://127.0.0.1:9/v1/traces' });
+  const tracing = await startTracing({ endpoint: 'http://127.0.0.1:9/v1/traces' });
   t.true(tracing.enabled);
   t.true(tracing.traceparent('r', 'db', 1).endsWith('-01'));
   await tracing.shutdown();

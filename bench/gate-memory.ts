@@ -1,0 +1,420 @@
+// Where the gate's memory goes, and what the settings of its Deployment do to it (issue 14).
+// Two parts, each printed as ratios against a baseline measured in the same run:
+//
+//   1. The floor (no control plane): a Node process that imports what `knative-prestart gate`
+//      loads before it serves (the compiled cli/main.js and gate/gate.js), vs a bare Node process;
+//      V8 heap in use after a full GC, and VmRSS; under Node's defaults and under each variant
+//      compared. Then what each part the gate loads only when configured would add (NATS, the
+//      OpenTelemetry SDK, @peculiar/x509, the other commands of the CLI). Each process runs
+//      max(3, --rounds) times, interleaved; medians.
+//   2. The gate among Knative-shaped objects (bench/_knative.ts: released Revisions with status
+//      and their released PrestartRuns, a Configuration and a Route per Service, the newest
+//      generation of every Service held by a hook that accepts and never replies, resendInterval
+//      30 s): the compiled gate is started in turns under each variant, lists everything, re-sends
+//      every held request at once (a new term), then runs --settle seconds (resending every 30 s).
+//      VmRSS over the settle (mean), VmHWM since spawn, V8 heap in use and VmRSS after a full GC
+//      (bench/_heap-probe.mjs), the CPU time the gate used from spawn to the end of the settle, and
+//      the time from spawn to every request re-sent; each vs the first variant, medians over
+//      --rounds.
+//
+// A variant is Node options and environment variables in one string: NAME=value words are the
+// environment, the rest Node options. By default: Node's defaults (NODE_ENV=production only) vs
+// the gate container's environment in config/500-gate.yaml (its NODE_OPTIONS and the allocator's
+// settings), so the second column is the gate as installed.
+//
+// Stubbed or left out: no pods (the gate watches none; bench/scale.ts adds 50,000 for the
+// apiserver's sake), no admission traffic once the held Revisions exist, no replies (runs stay
+// Requested). The gate runs at info level, as installed.
+//
+//   npm run build && node --import tsx bench/gate-memory.ts [--cli dist/cli/main.js]
+//     [--namespaces 20] [--services 10] [--generations 10] [--hooks 10] [--settle 60] [--rounds 2]
+//     [--variant='NODE_ENV=production' --variant='MALLOC_ARENA_MAX=2 --max-semi-space-size=1' ...]
+//     [--floor-only]
+//
+// Revisions = namespaces x services x generations (default 2,000; --namespaces 100 for bench/scale.ts's 10,000).
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { HOLD_LABEL } from '../api/types.ts';
+import { BulkError, bulkWriter, inParallel } from '../devcluster/bulk.ts';
+import { gateEnv } from '../devcluster/gate/env.ts';
+import { freePorts } from '../devcluster/ports.ts';
+import { waitFor } from '../devcluster/wait.ts';
+import { load, memoryKiB, table } from './_common.ts';
+import { configurationOf, deploymentEnv, releasedRunOf, revisionOf, revisionStatus, routeOf } from './_knative.ts';
+import { afterGc, heapFileFor, type ScaleGate, scaleHook, spawnScaleGate } from './_scale-support.ts';
+
+const { values: a } = parseArgs({
+  options: {
+    cli: { type: 'string', default: 'dist/cli/main.js' },
+    namespaces: { type: 'string', default: '20' },
+    services: { type: 'string', default: '10' },
+    generations: { type: 'string', default: '10' },
+    hooks: { type: 'string', default: '10' },
+    settle: { type: 'string', default: '60' },
+    rounds: { type: 'string', default: '2' },
+    variant: { type: 'string', multiple: true },
+    'floor-only': { type: 'boolean', default: false },
+  },
+});
+const N = {
+  namespaces: Number(a.namespaces),
+  services: Number(a.services),
+  generations: Number(a.generations),
+  hooks: Number(a.hooks),
+  settleS: Number(a.settle),
+  rounds: Number(a.rounds),
+};
+const cli = resolve(a.cli as string);
+if (!existsSync(cli)) throw new Error(`${a.cli}: no such file (npm run build makes dist/cli/main.js)`);
+const dist = dirname(dirname(cli));
+const installed = Object.entries(deploymentEnv())
+  .map(([name, value]) => (name === 'NODE_OPTIONS' ? value : `${name}=${value}`))
+  .join(' ');
+const variants = a.variant ?? ['NODE_ENV=production', installed];
+const label = (variant: string) => variant || "Node's defaults";
+/** A variant's Node options and environment (NAME=value words). */
+function parsed(variant: string): { nodeOptions: string; env: Record<string, string> } {
+  const words = variant.split(/\s+/).filter(Boolean);
+  const isEnv = (w: string) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(w);
+  return {
+    nodeOptions: words.filter((w) => !isEnv(w)).join(' '),
+    env: Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)])),
+  };
+}
+const mib = (kib: number) => (kib / 1024).toFixed(1);
+const ratio = (v: number, base: number) => `${(v / base).toFixed(2)}x`;
+const median = (values: number[]) => {
+  const s = [...values].sort((x, y) => x - y);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** User and system CPU time of a process so far (proc(5): utime and stime, in clock ticks of 1/100 s). */
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+const T0 = performance.now();
+const say = (line: string) => console.log(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+
+console.log(`gate-memory: ${load()}; compiled gate ${cli}; Node ${process.version}`);
+console.log(`variants compared: ${variants.map((v) => `"${label(v)}"`).join(', ')} (the first is the baseline)`);
+
+// --- 1. the floor ---------------------------------------------------------------------------------
+
+interface Loaded {
+  rss: number;
+  rssAfterGc: number;
+  heapUsed: number;
+  heapTotal: number;
+}
+
+const PROBE = fileURLToPath(new URL('./_load-probe.mjs', import.meta.url));
+const run = promisify(execFile);
+async function loaded(variant: string, modules: string[]): Promise<Loaded> {
+  const { nodeOptions, env } = parsed(variant);
+  const { stdout } = await run(process.execPath, [...nodeOptions.split(' ').filter(Boolean), '--expose-gc', PROBE, ...modules], {
+    cwd: dist,
+    env: { ...process.env, ...env, NODE_OPTIONS: '' },
+  });
+  return JSON.parse(stdout.trim().split('\n').pop() as string) as Loaded;
+}
+
+const inDist = (...paths: string[]) => paths.map((p) => join(dist, p));
+const fromModules = (specifier: string) => join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', specifier);
+const sets: { name: string; modules: string[] }[] = [
+  { name: 'bare Node (a timer)', modules: [] },
+  { name: 'what `gate` loads (cli/main, gate/gate)', modules: inDist('cli/main.js', 'gate/gate.js') },
+];
+const extras: { name: string; modules: string[] }[] = [
+  { name: 'NATS transport and sink (--nats)', modules: inDist('emitter/nats.js', 'sinks/nats.js') },
+  { name: 'OpenTelemetry SDK (OTLP endpoint set)', modules: inDist('gate/shell/tracing-otel.js') },
+  {
+    name: '@peculiar/x509 (a certificate made)',
+    modules: [fromModules('reflect-metadata/Reflect.js'), fromModules('@peculiar/x509/build/x509.es.js')],
+  },
+  {
+    name: 'the other commands of the CLI',
+    modules: inDist('triggers/cli.js', 'hooks/cli.js', 'cli/uninstall.js', 'cli/prestart/commands.js'),
+  },
+];
+
+const floor = new Map<string, Loaded[]>();
+const key = (variant: string, set: string) => `${variant}\u0000${set}`;
+for (let round = 0; round < Math.max(3, N.rounds); round++) {
+  for (const variant of variants) {
+    for (const set of [...sets, ...extras.map((e) => ({ name: e.name, modules: [...(sets[1]?.modules ?? []), ...e.modules] }))]) {
+      const k = key(variant, set.name);
+      floor.set(k, [...(floor.get(k) ?? []), await loaded(variant, set.modules)]);
+    }
+  }
+}
+const med = (variant: string, set: string, field: keyof Loaded) => median((floor.get(key(variant, set)) ?? []).map((l) => l[field]));
+say(`1. the floor: ${Math.max(3, N.rounds)} processes per row, medians (MiB)`);
+const bare = sets[0]?.name as string;
+const gateSet = sets[1]?.name as string;
+const base = variants[0] as string;
+const floorRows: string[][] = [
+  ['variant / modules', 'heap in use', 'VmRSS', 'VmRSS after GC', 'VmRSS vs bare Node', `VmRSS vs "${label(base)}"`],
+];
+for (const variant of variants) {
+  for (const set of [bare, gateSet]) {
+    const rss = med(variant, set, 'rss');
+    floorRows.push([
+      `${label(variant)}: ${set}`,
+      mib(med(variant, set, 'heapUsed')),
+      mib(rss),
+      mib(med(variant, set, 'rssAfterGc')),
+      ratio(rss, med(variant, bare, 'rss')),
+      ratio(rss, med(base, set, 'rss')),
+    ]);
+  }
+}
+table(floorRows);
+console.log(`  loaded only when configured, added to what \`gate\` loads (${label(base)}; heap in use is the steadier figure):`);
+table([
+  ['module', 'heap in use +MiB', 'VmRSS +MiB'],
+  ...extras.map((e) => [
+    e.name,
+    ((med(base, e.name, 'heapUsed') - med(base, gateSet, 'heapUsed')) / 1024).toFixed(1),
+    ((med(base, e.name, 'rss') - med(base, gateSet, 'rss')) / 1024).toFixed(1),
+  ]),
+]);
+
+if (a['floor-only']) process.exit(0);
+
+// --- 2. the gate among Knative-shaped objects -------------------------------------------------------
+
+const WRITERS = 32;
+const RESEND_S = 30;
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+const env = await gateEnv(`gmem-${randomBytes(2).toString('hex')}`, { inProcess: false });
+const writer = await bulkWriter(env.admin, WRITERS);
+const instance = env.instance;
+const namespaces = Array.from({ length: N.namespaces }, (_, i) => `${instance}-${pad(i)}`);
+const services = Array.from({ length: N.services }, (_, s) => `svc-${pad(s)}`);
+const hookNames = Array.from({ length: N.hooks }, (_, h) => `${instance}-h${pad(h)}`);
+const HOOK_KEY = 'bench.prestart.dev/hook';
+const accepting = await scaleHook(() => ({ status: 202 }));
+const heldKeys: string[] = [];
+let gate: ScaleGate | undefined;
+const SERVING = 'serving.knative.dev/v1';
+const PRESTART = 'prestart.dev/v1alpha1';
+const apiPath = (group: string, ns: string, plural: string, name?: string) =>
+  `/apis/${group}/namespaces/${ns}/${plural}${name ? `/${name}` : ''}`;
+
+async function cleanup(): Promise<void> {
+  await gate?.process.stop().catch(() => undefined);
+  await inParallel(heldKeys.length, WRITERS, async (i) => {
+    const [ns, name] = (heldKeys[i] as string).split('/');
+    await writer
+      .send('PATCH', apiPath(SERVING, ns as string, 'revisions', name), { metadata: { finalizers: null } }, 'application/merge-patch+json')
+      .catch(() => undefined);
+  });
+  for (const ns of namespaces) await env.core.deleteNamespace({ name: ns }).catch(() => undefined);
+  await accepting.close();
+  writer.close();
+  await env.stop();
+  await env.cluster.stop();
+}
+
+try {
+  for (const ns of namespaces) {
+    await env.core.createNamespace({ body: { metadata: { name: ns, labels: { 'prestart.dev/gate': instance } } } });
+  }
+  for (const name of hookNames) {
+    await env.createHook(name, {
+      match: { annotation: { key: HOOK_KEY, value: name }, namespaceSelector: { matchLabels: { 'prestart.dev/gate': instance } } },
+      timeout: '1h',
+      resendInterval: `${RESEND_S}s`,
+      delivery: { transport: 'http', url: accepting.url },
+      params: { database: 'orders', migrate: true },
+      contributions: { allowed: ['env', 'volume'] },
+    });
+  }
+  const now = new Date().toISOString();
+  const configurationUID = new Map<string, string>();
+  const tSetup = performance.now();
+  await inParallel(N.namespaces * N.services, WRITERS, async (i) => {
+    const ns = namespaces[Math.floor(i / N.services)] as string;
+    const svc = services[i % N.services] as string;
+    const cfg = (await writer.send(
+      'POST',
+      `${apiPath(SERVING, ns, 'configurations')}?fieldManager=controller`,
+      configurationOf(ns, svc),
+    )) as KubernetesObject;
+    configurationUID.set(`${ns}/${svc}`, cfg.metadata?.uid ?? '');
+    const route = routeOf(ns, svc, `${svc}-${pad(N.generations, 5)}`, now);
+    const created = (await writer.send(
+      'POST',
+      `${apiPath(SERVING, ns, 'routes')}?fieldManager=controller`,
+      route.object,
+    )) as KubernetesObject;
+    await writer.send('PUT', `${apiPath(SERVING, ns, 'routes', svc)}/status?fieldManager=controller`, { ...created, status: route.status });
+  });
+  const hookOf = (nsIndex: number, s: number) => hookNames[(nsIndex * N.services + s) % N.hooks] as string;
+  const old = N.namespaces * N.services * (N.generations - 1);
+  await inParallel(
+    old,
+    WRITERS,
+    async (i) => {
+      const nsIndex = Math.floor(i / (N.services * (N.generations - 1)));
+      const s = Math.floor(i / (N.generations - 1)) % N.services;
+      const ns = namespaces[nsIndex] as string;
+      const svc = services[s] as string;
+      const rev = revisionOf(ns, svc, (i % (N.generations - 1)) + 1, configurationUID.get(`${ns}/${svc}`));
+      const created = (await writer.send('POST', `${apiPath(SERVING, ns, 'revisions')}?fieldManager=controller`, rev)) as KubernetesObject;
+      await writer.send('PUT', `${apiPath(SERVING, ns, 'revisions', rev.metadata.name)}/status?fieldManager=controller`, {
+        ...created,
+        status: revisionStatus(true, now),
+      });
+      const runObj = releasedRunOf(
+        ns,
+        rev.metadata.name,
+        created.metadata?.uid ?? '',
+        hookOf(nsIndex, s),
+        accepting.url,
+        new Date(Date.now() - 86_400_000),
+      );
+      const createdRun = (await writer.send(
+        'POST',
+        `${apiPath(PRESTART, ns, 'prestartruns')}?fieldManager=knative-prestart-gate`,
+        runObj.object,
+      )) as KubernetesObject;
+      await writer.send('PUT', `${apiPath(PRESTART, ns, 'prestartruns', rev.metadata.name)}/status?fieldManager=knative-prestart-gate`, {
+        ...createdRun,
+        status: runObj.status,
+      });
+    },
+    (done) => done % 2000 === 0 && say(`  ${done} released Revisions with their runs`),
+  );
+  say(
+    `${old} released Revisions with their released runs, ${N.namespaces * N.services} Configurations and Routes, in ${((performance.now() - tSetup) / 1000).toFixed(0)} s`,
+  );
+
+  const [webhookPort, sinkPort] = (await freePorts(2)) as [number, number];
+  const heapFile = heapFileFor('gate-memory');
+  const start = (variant: string) =>
+    spawnScaleGate(cli, {
+      kubeconfig: env.gateKubeconfigPath,
+      instance,
+      webhook: webhookPort,
+      sink: sinkPort,
+      heapFile,
+      ...parsed(variant),
+    });
+
+  // The held Revisions, through the gate's webhook (stamped and held), under the baseline variant; not measured.
+  gate = await start(base);
+  await env.waitUntilStamped(hookNames[0] as string, { [HOOK_KEY]: hookNames[0] as string });
+  await inParallel(N.namespaces * N.services, 16, async (i) => {
+    const nsIndex = Math.floor(i / N.services);
+    const ns = namespaces[nsIndex] as string;
+    const svc = services[i % N.services] as string;
+    const rev = revisionOf(ns, svc, N.generations, configurationUID.get(`${ns}/${svc}`), { [HOOK_KEY]: hookOf(nsIndex, i % N.services) });
+    heldKeys.push(`${ns}/${rev.metadata.name}`);
+    const created = (await writer.send('POST', `${apiPath(SERVING, ns, 'revisions')}?fieldManager=controller`, rev)) as KubernetesObject;
+    if (created.metadata?.labels?.[HOLD_LABEL] !== 'true') throw new Error(`${ns}/${rev.metadata.name} was admitted without the hold`);
+    await writer
+      .send(
+        'PATCH',
+        `${apiPath(SERVING, ns, 'revisions', rev.metadata.name)}/status?fieldManager=controller`,
+        { status: revisionStatus(false, now) },
+        'application/merge-patch+json',
+      )
+      .catch((err: unknown) => {
+        if (!(err instanceof BulkError && err.status === 409)) throw err;
+      });
+  });
+  const sentSince = (t: number) => heldKeys.filter((k) => (accepting.last.get(k)?.at ?? 0) >= t).length;
+  await waitFor(() => sentSince(0) === heldKeys.length, {
+    timeoutMs: 600_000,
+    intervalMs: 500,
+    what: `${heldKeys.length} held requests sent`,
+  });
+  await gate.process.stop();
+  gate = undefined;
+  say(
+    `${heldKeys.length} Revisions held by ${N.hooks} hooks (requests sent, never answered); ${N.namespaces * N.services * N.generations} Revisions in all`,
+  );
+
+  interface Reading {
+    startS: number;
+    resentS: number;
+    steadyRss: number;
+    hwm: number;
+    heapUsed: number;
+    rssAfterGc: number;
+    cpuS: number;
+  }
+  const readings = new Map<string, Reading[]>();
+  for (let round = 0; round < N.rounds; round++) {
+    // Turns rotate so that no variant always runs first or last.
+    const order = variants.map((_, i) => variants[(i + round) % variants.length] as string);
+    for (const variant of order) {
+      const spawned = Date.now();
+      gate = await start(variant);
+      const startS = (gate.readyAt - gate.spawnedAt) / 1000;
+      await waitFor(() => sentSince(spawned) === heldKeys.length, {
+        timeoutMs: 600_000,
+        intervalMs: 250,
+        what: `every held request re-sent by the gate under "${label(variant)}"`,
+        bail: () =>
+          gate?.process.child.exitCode !== null ? new Error(`the gate exited:\n${gate?.process.output().slice(-3000)}`) : undefined,
+      });
+      const resentS = (Date.now() - spawned) / 1000;
+      const samples: number[] = [];
+      for (let s = 0; s < N.settleS; s++) {
+        await pause(1000);
+        samples.push(memoryKiB(gate.pid).rss);
+      }
+      const hwm = memoryKiB(gate.pid).hwm;
+      const cpuS = cpuSeconds(gate.pid);
+      const gc = await afterGc(gate.pid, heapFile);
+      const r: Reading = {
+        startS,
+        resentS,
+        steadyRss: samples.reduce((x, y) => x + y, 0) / samples.length,
+        hwm,
+        heapUsed: gc.heapUsed,
+        rssAfterGc: gc.rss,
+        cpuS,
+      };
+      readings.set(variant, [...(readings.get(variant) ?? []), r]);
+      say(
+        `round ${round + 1}, "${label(variant)}": ready ${startS.toFixed(1)} s, all re-sent ${resentS.toFixed(1)} s after spawn; ` +
+          `VmRSS ${mib(r.steadyRss)} MiB (mean of ${N.settleS} s), VmHWM ${mib(hwm)}, heap after GC ${mib(gc.heapUsed)}, VmRSS after GC ${mib(gc.rss)}, CPU ${cpuS.toFixed(1)} s; ${load()}`,
+      );
+      await gate.process.stop();
+      gate = undefined;
+    }
+  }
+  const m = (variant: string, f: keyof Reading) => median((readings.get(variant) ?? []).map((r) => r[f]));
+  console.log(
+    `\n2. the gate, ${N.namespaces * N.services * N.generations} Revisions (${heldKeys.length} held), medians of ${N.rounds} rounds, each vs "${label(base)}":`,
+  );
+  const fields: [keyof Reading, string, (v: number) => string][] = [
+    ['steadyRss', `VmRSS, steady (mean over ${N.settleS} s) MiB`, mib],
+    ['hwm', 'VmHWM since spawn MiB', mib],
+    ['heapUsed', 'V8 heap in use after a full GC MiB', mib],
+    ['rssAfterGc', 'VmRSS after a full GC MiB', mib],
+    ['cpuS', 'CPU time, spawn to the end of the settle s', (v) => v.toFixed(1)],
+    ['resentS', 'spawn -> every held request re-sent s', (v) => v.toFixed(1)],
+  ];
+  table([
+    ['figure', ...variants.map((v) => `"${label(v)}"`)],
+    ...fields.map(([f, name, fmt]) => [
+      name,
+      ...variants.map((v) => (v === base ? fmt(m(v, f)) : `${fmt(m(v, f))} (${ratio(m(v, f), m(base, f))})`)),
+    ]),
+  ]);
+  console.log(`  ${load()}; total ${((performance.now() - T0) / 1000).toFixed(0)} s`);
+} finally {
+  await cleanup();
+}
+process.exit(0);

@@ -1,0 +1,111 @@
+// The controller's Revisions cache holds the held ones only; an unheld Revision is read from the
+// apiserver only when something may be left to do for it (gate/shell/controller.ts): an unfinished
+// run (decide rule 4), the gate's finalizer still on it (rules 1 and 2). Released Revisions with
+// finished runs, the great majority at scale, cost no read at all. The caches are client-node's
+// real ListWatch, fed through their watch callback; the client counts the live reads.
+import { type KubernetesObject, ListWatch, type Watch } from '@kubernetes/client-node';
+import test from 'ava';
+import pino from 'pino';
+import type { RevisionObject, RunObject } from '../../../api/resources.ts';
+import { CANCEL_FINALIZER, HOLD_LABEL } from '../../../api/types.ts';
+import type { ApplyDeps } from '../../../gate/shell/apply.ts';
+import type { Caches } from '../../../gate/shell/caches.ts';
+import { systemClock } from '../../../gate/shell/clock.ts';
+import { Controller } from '../../../gate/shell/controller.ts';
+import { createMetrics } from '../../../gate/shell/metrics.ts';
+import { RevisionIndex } from '../../../gate/shell/revision-index.ts';
+import { revisionStub, runView } from '../../../gate/shell/views.ts';
+
+async function cacheOf<T extends KubernetesObject>(items: T[]): Promise<ListWatch<T>> {
+  const watch = { watch: async () => new AbortController() } as unknown as Watch;
+  const cache = new ListWatch<T>(
+    '/test',
+    watch,
+    async () => ({ apiVersion: 'v1', kind: 'List', items, metadata: { resourceVersion: '1' } }),
+    false,
+  );
+  await cache.start();
+  return cache;
+}
+
+const revision = (name: string, extra: Partial<NonNullable<RevisionObject['metadata']>> = {}): RevisionObject => ({
+  apiVersion: 'serving.knative.dev/v1',
+  kind: 'Revision',
+  metadata: {
+    name,
+    namespace: 'team',
+    uid: `uid-${name}`,
+    resourceVersion: '1',
+    labels: { 'serving.knative.dev/configuration': 'web' },
+    ...extra,
+  },
+});
+
+const run = (name: string, phase: 'Running' | 'Released'): RunObject =>
+  runView({
+    apiVersion: 'prestart.dev/v1alpha1',
+    kind: 'PrestartRun',
+    metadata: { name, namespace: 'team', uid: `run-${name}`, resourceVersion: '1' },
+    spec: { revisionUID: `uid-${name}`, hooks: [] },
+    status: { phase, hooks: [], conditions: [] },
+  });
+
+async function setup(opts: { held?: RevisionObject[]; runs?: RunObject[]; stubs?: RevisionObject[] }) {
+  const reads: string[] = [];
+  const index = new RevisionIndex();
+  for (const s of opts.stubs ?? []) index.set(revisionStub(s));
+  const caches = {
+    revisions: await cacheOf(opts.held ?? []),
+    revisionStubs: await cacheOf<KubernetesObject>([]),
+    revisionIndex: index,
+    namespaces: await cacheOf<KubernetesObject>([{ metadata: { name: 'team' } }]),
+    routes: await cacheOf<KubernetesObject>([]),
+    hooks: await cacheOf<KubernetesObject>([]),
+    runs: await cacheOf(opts.runs ?? []),
+    health: () => [],
+    synced: async () => undefined,
+    lead: async () => undefined,
+    stop: async () => undefined,
+  } as unknown as Caches;
+  const client = {
+    getRevision: async (namespace: string, name: string) => {
+      reads.push(`${namespace}/${name}`);
+      return undefined;
+    },
+  };
+  const apply = { clock: systemClock, client } as unknown as ApplyDeps;
+  const controller = new Controller({ caches, apply, log: pino({ level: 'silent' }), metrics: createMetrics(), workers: 1, resyncMs: 0 });
+  return { controller, reads };
+}
+
+test('a released Revision whose run is finished costs no read', async (t) => {
+  const { controller, reads } = await setup({ runs: [run('web-00001', 'Released')], stubs: [revision('web-00001')] });
+  t.is(await controller.reconcile('team/web-00001'), undefined);
+  t.deepEqual(reads, []);
+});
+
+test('an unheld Revision whose run is unfinished is read live (an interrupted release to finish)', async (t) => {
+  const { controller, reads } = await setup({ runs: [run('web-00002', 'Running')] });
+  await controller.reconcile('team/web-00002');
+  t.deepEqual(reads, ['team/web-00002']);
+});
+
+test('an unheld Revision that still carries the gate finalizer is read live (its deletion waits on it)', async (t) => {
+  const { controller, reads } = await setup({ stubs: [revision('web-00003', { finalizers: [CANCEL_FINALIZER] })] });
+  await controller.reconcile('team/web-00003');
+  t.deepEqual(reads, ['team/web-00003']);
+});
+
+test('a held Revision is decided from the cache, without a read', async (t) => {
+  const held = revision('web-00004', { labels: { [HOLD_LABEL]: 'true' }, annotations: { 'prestart.dev/hooks': 'not json' } });
+  const { controller, reads } = await setup({ held: [held] });
+  // The malformed hooks annotation makes decide() set a hold reason; no writer here, so applying fails.
+  await t.throwsAsync(controller.reconcile('team/web-00004'));
+  t.deepEqual(reads, []);
+});
+
+test('a Revision nobody knows of is neither read nor decided', async (t) => {
+  const { controller, reads } = await setup({});
+  t.is(await controller.reconcile('team/gone-00001'), undefined);
+  t.deepEqual(reads, []);
+});
