@@ -12,26 +12,30 @@
 //      generation of every Service held by a hook that accepts and never replies, resendInterval
 //      30 s): the compiled gate is started in turns under each variant, lists everything, re-sends
 //      every held request at once (a new term), then runs --settle seconds (resending every 30 s).
-//      VmRSS over the settle (mean), VmHWM since spawn, V8 heap in use and VmRSS after a full GC
+//      VmRSS steady (the mean of the settle's last minute: with Node's defaults it still grows for
+//      minutes), VmRSS at most during the settle, VmHWM since spawn, V8 heap in use and VmRSS after a full GC
 //      (bench/_heap-probe.mjs), the CPU time the gate used from spawn to the end of the settle, and
 //      the time from spawn to every request re-sent; each vs the first variant, medians over
 //      --rounds.
 //
 // A variant is Node options and environment variables in one string: NAME=value words are the
-// environment, the rest Node options. By default: Node's defaults (NODE_ENV=production only) vs
-// the gate container's environment in config/500-gate.yaml (its NODE_OPTIONS and the allocator's
-// settings), so the second column is the gate as installed.
+// environment (cli=PATH: another compiled CLI, e.g. a build of an earlier commit; as=NAME: the
+// variant's name in the output), the rest Node options. By default three: Node's defaults on a
+// machine without a memory limit (V8 then sizes the heap from all of its memory); the Node options
+// of config/500-gate.yaml alone (what Node 20 derives from the Deployment's 512Mi limit, pinned
+// there); and the gate container's whole environment there (with the allocator's settings): the
+// gate as installed.
 //
 // Stubbed or left out: no pods (the gate watches none; bench/scale.ts adds 50,000 for the
 // apiserver's sake), no admission traffic once the held Revisions exist, no replies (runs stay
 // Requested). The gate runs at info level, as installed.
 //
 //   npm run build && node --import tsx bench/gate-memory.ts [--cli dist/cli/main.js]
-//     [--namespaces 20] [--services 10] [--generations 10] [--hooks 10] [--settle 60] [--rounds 2]
+//     [--namespaces 100] [--services 10] [--generations 10] [--hooks 20] [--settle 300] [--rounds 1]
 //     [--variant='NODE_ENV=production' --variant='MALLOC_ARENA_MAX=2 --max-semi-space-size=1' ...]
 //     [--floor-only]
 //
-// Revisions = namespaces x services x generations (default 2,000; --namespaces 100 for bench/scale.ts's 10,000).
+// Revisions = namespaces x services x generations (default 10,000, as bench/scale.ts; ~15 min in all).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -51,12 +55,12 @@ import { afterGc, heapFileFor, type ScaleGate, scaleHook, spawnScaleGate } from 
 const { values: a } = parseArgs({
   options: {
     cli: { type: 'string', default: 'dist/cli/main.js' },
-    namespaces: { type: 'string', default: '20' },
+    namespaces: { type: 'string', default: '100' },
     services: { type: 'string', default: '10' },
     generations: { type: 'string', default: '10' },
-    hooks: { type: 'string', default: '10' },
-    settle: { type: 'string', default: '60' },
-    rounds: { type: 'string', default: '2' },
+    hooks: { type: 'string', default: '20' },
+    settle: { type: 'string', default: '300' },
+    rounds: { type: 'string', default: '1' },
     variant: { type: 'string', multiple: true },
     'floor-only': { type: 'boolean', default: false },
   },
@@ -71,18 +75,32 @@ const N = {
 };
 const cli = resolve(a.cli as string);
 if (!existsSync(cli)) throw new Error(`${a.cli}: no such file (npm run build makes dist/cli/main.js)`);
-const dist = dirname(dirname(cli));
-const installed = Object.entries(deploymentEnv())
+const deployed = deploymentEnv();
+const installed = Object.entries(deployed)
   .map(([name, value]) => (name === 'NODE_OPTIONS' ? value : `${name}=${value}`))
   .join(' ');
-const variants = a.variant ?? ['NODE_ENV=production', installed];
-const label = (variant: string) => variant || "Node's defaults";
-/** A variant's Node options and environment (NAME=value words). */
-function parsed(variant: string): { nodeOptions: string; env: Record<string, string> } {
+const variants = a.variant ?? [
+  'as=node-defaults NODE_ENV=production',
+  `as=node-options-only NODE_ENV=production ${deployed.NODE_OPTIONS ?? ''}`,
+  `as=config/500-gate.yaml ${installed}`,
+];
+/** A variant's name: its as=NAME word, else the variant itself. */
+const label = (variant: string) =>
+  variant
+    .split(/\s+/)
+    .find((w) => w.startsWith('as='))
+    ?.slice(3) ||
+  variant ||
+  "Node's defaults";
+/** A variant's compiled CLI (cli=PATH, default --cli), Node options and environment (NAME=value words). */
+function parsed(variant: string): { cli: string; nodeOptions: string; env: Record<string, string> } {
   const words = variant.split(/\s+/).filter(Boolean);
-  const isEnv = (w: string) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(w);
+  const other = words.find((w) => w.startsWith('cli='));
+  const ours = (w: string) => w.startsWith('cli=') || w.startsWith('as=');
+  const isEnv = (w: string) => !ours(w) && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w);
   return {
-    nodeOptions: words.filter((w) => !isEnv(w)).join(' '),
+    cli: other ? resolve(other.slice(4)) : cli,
+    nodeOptions: words.filter((w) => !isEnv(w) && !ours(w)).join(' '),
     env: Object.fromEntries(words.filter(isEnv).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)])),
   };
 }
@@ -117,15 +135,16 @@ interface Loaded {
 const PROBE = fileURLToPath(new URL('./_load-probe.mjs', import.meta.url));
 const run = promisify(execFile);
 async function loaded(variant: string, modules: string[]): Promise<Loaded> {
-  const { nodeOptions, env } = parsed(variant);
-  const { stdout } = await run(process.execPath, [...nodeOptions.split(' ').filter(Boolean), '--expose-gc', PROBE, ...modules], {
-    cwd: dist,
-    env: { ...process.env, ...env, NODE_OPTIONS: '' },
-  });
+  const { cli: variantCli, nodeOptions, env } = parsed(variant);
+  const dist = dirname(dirname(variantCli));
+  const args = [...nodeOptions.split(' ').filter(Boolean), '--expose-gc', PROBE, ...modules.map((m) => m.replace(DIST, dist))];
+  const { stdout } = await run(process.execPath, args, { cwd: dist, env: { ...process.env, ...env, NODE_OPTIONS: '' } });
   return JSON.parse(stdout.trim().split('\n').pop() as string) as Loaded;
 }
 
-const inDist = (...paths: string[]) => paths.map((p) => join(dist, p));
+/** Stands for the variant's compiled tree in module paths. */
+const DIST = '<dist>';
+const inDist = (...paths: string[]) => paths.map((p) => `${DIST}/${p}`);
 const fromModules = (specifier: string) => join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', specifier);
 const sets: { name: string; modules: string[] }[] = [
   { name: 'bare Node (a timer)', modules: [] },
@@ -146,9 +165,14 @@ const extras: { name: string; modules: string[] }[] = [
 
 const floor = new Map<string, Loaded[]>();
 const key = (variant: string, set: string) => `${variant}\u0000${set}`;
+const base = variants[0] as string;
+// The lazily loaded parts are weighed in the --cli tree, under the first variant that runs it.
+const extrasIn = variants.find((v) => parsed(v).cli === cli);
 for (let round = 0; round < Math.max(3, N.rounds); round++) {
   for (const variant of variants) {
-    for (const set of [...sets, ...extras.map((e) => ({ name: e.name, modules: [...(sets[1]?.modules ?? []), ...e.modules] }))]) {
+    const withExtras =
+      variant === extrasIn ? extras.map((e) => ({ name: e.name, modules: [...(sets[1]?.modules ?? []), ...e.modules] })) : [];
+    for (const set of [...sets, ...withExtras]) {
       const k = key(variant, set.name);
       floor.set(k, [...(floor.get(k) ?? []), await loaded(variant, set.modules)]);
     }
@@ -158,7 +182,6 @@ const med = (variant: string, set: string, field: keyof Loaded) => median((floor
 say(`1. the floor: ${Math.max(3, N.rounds)} processes per row, medians (MiB)`);
 const bare = sets[0]?.name as string;
 const gateSet = sets[1]?.name as string;
-const base = variants[0] as string;
 const floorRows: string[][] = [
   ['variant / modules', 'heap in use', 'VmRSS', 'VmRSS after GC', 'VmRSS vs bare Node', `VmRSS vs "${label(base)}"`],
 ];
@@ -176,15 +199,17 @@ for (const variant of variants) {
   }
 }
 table(floorRows);
-console.log(`  loaded only when configured, added to what \`gate\` loads (${label(base)}; heap in use is the steadier figure):`);
-table([
-  ['module', 'heap in use +MiB', 'VmRSS +MiB'],
-  ...extras.map((e) => [
-    e.name,
-    ((med(base, e.name, 'heapUsed') - med(base, gateSet, 'heapUsed')) / 1024).toFixed(1),
-    ((med(base, e.name, 'rss') - med(base, gateSet, 'rss')) / 1024).toFixed(1),
-  ]),
-]);
+if (extrasIn !== undefined) {
+  console.log(`  loaded only when configured, added to what \`gate\` loads ("${label(extrasIn)}"; heap in use is the steadier figure):`);
+  table([
+    ['module', 'heap in use +MiB', 'VmRSS +MiB'],
+    ...extras.map((e) => [
+      e.name,
+      ((med(extrasIn, e.name, 'heapUsed') - med(extrasIn, gateSet, 'heapUsed')) / 1024).toFixed(1),
+      ((med(extrasIn, e.name, 'rss') - med(extrasIn, gateSet, 'rss')) / 1024).toFixed(1),
+    ]),
+  ]);
+}
 
 if (a['floor-only']) process.exit(0);
 
@@ -299,15 +324,18 @@ try {
 
   const [webhookPort, sinkPort] = (await freePorts(2)) as [number, number];
   const heapFile = heapFileFor('gate-memory');
-  const start = (variant: string) =>
-    spawnScaleGate(cli, {
+  const start = (variant: string) => {
+    const { cli: variantCli, nodeOptions, env: variantEnv } = parsed(variant);
+    return spawnScaleGate(variantCli, {
       kubeconfig: env.gateKubeconfigPath,
       instance,
       webhook: webhookPort,
       sink: sinkPort,
       heapFile,
-      ...parsed(variant),
+      nodeOptions,
+      env: variantEnv,
     });
+  };
 
   // The held Revisions, through the gate's webhook (stamped and held), under the baseline variant; not measured.
   gate = await start(base);
@@ -347,6 +375,7 @@ try {
     startS: number;
     resentS: number;
     steadyRss: number;
+    maxRss: number;
     hwm: number;
     heapUsed: number;
     rssAfterGc: number;
@@ -373,13 +402,15 @@ try {
         await pause(1000);
         samples.push(memoryKiB(gate.pid).rss);
       }
+      const lastMinute = samples.slice(-60);
       const hwm = memoryKiB(gate.pid).hwm;
       const cpuS = cpuSeconds(gate.pid);
       const gc = await afterGc(gate.pid, heapFile);
       const r: Reading = {
         startS,
         resentS,
-        steadyRss: samples.reduce((x, y) => x + y, 0) / samples.length,
+        steadyRss: lastMinute.reduce((x, y) => x + y, 0) / lastMinute.length,
+        maxRss: Math.max(...samples),
         hwm,
         heapUsed: gc.heapUsed,
         rssAfterGc: gc.rss,
@@ -388,7 +419,7 @@ try {
       readings.set(variant, [...(readings.get(variant) ?? []), r]);
       say(
         `round ${round + 1}, "${label(variant)}": ready ${startS.toFixed(1)} s, all re-sent ${resentS.toFixed(1)} s after spawn; ` +
-          `VmRSS ${mib(r.steadyRss)} MiB (mean of ${N.settleS} s), VmHWM ${mib(hwm)}, heap after GC ${mib(gc.heapUsed)}, VmRSS after GC ${mib(gc.rss)}, CPU ${cpuS.toFixed(1)} s; ${load()}`,
+          `VmRSS ${mib(r.steadyRss)} MiB (mean of the last ${lastMinute.length} s), at most ${mib(r.maxRss)}, VmHWM ${mib(hwm)}, heap after GC ${mib(gc.heapUsed)}, VmRSS after GC ${mib(gc.rss)}, CPU ${cpuS.toFixed(1)} s; ${load()}`,
       );
       await gate.process.stop();
       gate = undefined;
@@ -399,7 +430,8 @@ try {
     `\n2. the gate, ${N.namespaces * N.services * N.generations} Revisions (${heldKeys.length} held), medians of ${N.rounds} rounds, each vs "${label(base)}":`,
   );
   const fields: [keyof Reading, string, (v: number) => string][] = [
-    ['steadyRss', `VmRSS, steady (mean over ${N.settleS} s) MiB`, mib],
+    ['steadyRss', `VmRSS, steady (mean of the settle's last minute) MiB`, mib],
+    ['maxRss', `VmRSS at most during the ${N.settleS} s settle MiB`, mib],
     ['hwm', 'VmHWM since spawn MiB', mib],
     ['heapUsed', 'V8 heap in use after a full GC MiB', mib],
     ['rssAfterGc', 'VmRSS after a full GC MiB', mib],
