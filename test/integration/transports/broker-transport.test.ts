@@ -5,6 +5,7 @@ import test from 'ava';
 import pino from 'pino';
 import type { HookDelivery } from '../../../api/types.ts';
 import { freePorts } from '../../../devcluster/ports.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { type BackgroundResult, createBrokerTransport } from '../../../emitter/broker.ts';
 import { type Transport, TransportError } from '../../../emitter/transport.ts';
 import { requestEvent } from '../../support/events.ts';
@@ -127,8 +128,9 @@ test('a busy ingress (synchronous fan-out) does not hold the gate, and its late 
   const elapsed = Date.now() - started;
   t.deepEqual(outcome, { type: 'accepted' });
   t.true(elapsed < 2_000, `send took ${elapsed} ms`);
-  // The ingress has the whole request although it has not answered.
-  const [hit] = hitsFor('/shop/busy');
+  // The ingress has the whole request although it has not answered (the send returns once the
+  // body is written; the ingress may read it a moment later on a loaded machine).
+  const hit = await waitFor(() => hitsFor('/shop/busy')[0], { timeoutMs: 5_000, what: 'the ingress to have read the request' });
   t.is(hit?.headers['ce-id'], event.id);
   t.is(JSON.parse(hit?.body ?? '{}').hook.name, 'db-migrate');
   // The connection was left open: when the subscribers are done the ingress's 202 arrives.
