@@ -3,20 +3,20 @@
 //
 //   1. The floor (no control plane): a Node process that imports what `knative-prestart gate`
 //      loads before it serves (the compiled cli/main.js and gate/gate.js), vs a bare Node process;
-//      V8 heap in use after a full GC, and VmRSS; under Node's defaults and under each variant
-//      compared. Then what each part the gate loads only when configured would add (NATS, the
-//      OpenTelemetry SDK, @peculiar/x509, the other commands of the CLI). Each process runs
-//      max(3, --rounds) times, interleaved; medians.
+//      V8 heap in use after a full GC, and VmRSS, under each variant compared. Then what each
+//      part the gate loads only when configured would add (NATS, the OpenTelemetry SDK,
+//      @peculiar/x509, the other commands of the CLI). Each process runs max(3, --rounds) times,
+//      interleaved; medians.
 //   2. The gate among Knative-shaped objects (bench/_knative.ts: released Revisions with status
 //      and their released PrestartRuns, a Configuration and a Route per Service, the newest
 //      generation of every Service held by a hook that accepts and never replies, resendInterval
 //      30 s): the compiled gate is started in turns under each variant, lists everything, re-sends
 //      every held request at once (a new term), then runs --settle seconds (resending every 30 s).
 //      VmRSS steady (the mean of the settle's last minute: with Node's defaults it still grows for
-//      minutes), VmRSS at most during the settle, VmHWM since spawn, V8 heap in use and VmRSS after a full GC
-//      (bench/_heap-probe.mjs), the CPU time the gate used from spawn to the end of the settle, and
-//      the time from spawn to every request re-sent; each vs the first variant, medians over
-//      --rounds.
+//      minutes), VmRSS at most during the settle, VmHWM since spawn, V8 heap in use and VmRSS
+//      after a full GC (bench/_heap-probe.mjs), the CPU time the gate used from spawn to the end
+//      of the settle, and the time from spawn to every request re-sent; each vs the first
+//      variant, medians over --rounds.
 //
 // A variant is Node options and environment variables in one string: NAME=value words are the
 // environment (cli=PATH: another compiled CLI, e.g. a build of an earlier commit; as=NAME: the
