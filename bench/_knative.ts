@@ -5,9 +5,11 @@
 // here: the gate's memory is the figure, so nothing is made lighter than the real thing.
 import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
+import type { BulkWriter } from '../devcluster/bulk.ts';
 import { knativeRevision } from './_revision.ts';
 
-const SERVING = 'serving.knative.dev/v1';
+export const SERVING = 'serving.knative.dev/v1';
+export const PRESTART = 'prestart.dev/v1alpha1';
 
 /** Knative's Revision: the webhook-visible shape of _revision.ts, numbered and owned by its Configuration (when given). */
 export function revisionOf(
@@ -228,4 +230,52 @@ export function deploymentEnv(): Record<string, string> {
   }[];
   const gate = docs.find((d) => d?.kind === 'Deployment')?.spec?.template?.spec?.containers?.find((c) => c.name === 'gate');
   return Object.fromEntries((gate?.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+}
+
+/** The REST path of a namespaced custom resource (or of its collection, without a name). */
+export const apiPath = (group: string, ns: string, plural: string, name?: string) =>
+  `/apis/${group}/namespaces/${ns}/${plural}${name ? `/${name}` : ''}`;
+
+/**
+ * A Revision of the past as a cluster holds it: created and made Ready by Knative's controller,
+ * with the PrestartRun the gate released it with (a day ago), each written with its status.
+ */
+export async function writeReleasedRevision(
+  writer: BulkWriter,
+  ns: string,
+  rev: ReturnType<typeof revisionOf>,
+  hook: string,
+  hookUrl: string,
+  now: string,
+): Promise<void> {
+  const name = rev.metadata.name;
+  const created = (await writer.send('POST', `${apiPath(SERVING, ns, 'revisions')}?fieldManager=controller`, rev)) as {
+    metadata?: { uid?: string };
+  };
+  await writer.send('PUT', `${apiPath(SERVING, ns, 'revisions', name)}/status?fieldManager=controller`, {
+    ...created,
+    status: revisionStatus(true, now),
+  });
+  const run = releasedRunOf(ns, name, created.metadata?.uid ?? '', hook, hookUrl, new Date(Date.now() - 86_400_000));
+  const gate = '?fieldManager=knative-prestart-gate';
+  const createdRun = (await writer.send('POST', `${apiPath(PRESTART, ns, 'prestartruns')}${gate}`, run.object)) as object;
+  await writer.send('PUT', `${apiPath(PRESTART, ns, 'prestartruns', name)}/status${gate}`, { ...createdRun, status: run.status });
+}
+
+/**
+ * A Service's Configuration and its Route (with status, traffic on `latestRevision`) as Knative's
+ * controllers write them; returns the Configuration's UID, which its Revisions are owned by.
+ */
+export async function writeService(writer: BulkWriter, ns: string, svc: string, latestRevision: string, now: string): Promise<string> {
+  const cfg = (await writer.send(
+    'POST',
+    `${apiPath(SERVING, ns, 'configurations')}?fieldManager=controller`,
+    configurationOf(ns, svc),
+  )) as {
+    metadata?: { uid?: string };
+  };
+  const route = routeOf(ns, svc, latestRevision, now);
+  const created = (await writer.send('POST', `${apiPath(SERVING, ns, 'routes')}?fieldManager=controller`, route.object)) as object;
+  await writer.send('PUT', `${apiPath(SERVING, ns, 'routes', svc)}/status?fieldManager=controller`, { ...created, status: route.status });
+  return cfg.metadata?.uid ?? '';
 }

@@ -49,7 +49,7 @@ import { gateEnv } from '../devcluster/gate/env.ts';
 import { freePorts } from '../devcluster/ports.ts';
 import { waitFor } from '../devcluster/wait.ts';
 import { load, memoryKiB, table } from './_common.ts';
-import { configurationOf, deploymentEnv, releasedRunOf, revisionOf, revisionStatus, routeOf } from './_knative.ts';
+import { apiPath, deploymentEnv, revisionOf, revisionStatus, SERVING, writeReleasedRevision, writeService } from './_knative.ts';
 import { afterGc, heapFileFor, type ScaleGate, scaleHook, spawnScaleGate } from './_scale-support.ts';
 
 const { values: a } = parseArgs({
@@ -228,10 +228,6 @@ const HOOK_KEY = 'bench.prestart.dev/hook';
 const accepting = await scaleHook(() => ({ status: 202 }));
 const heldKeys: string[] = [];
 let gate: ScaleGate | undefined;
-const SERVING = 'serving.knative.dev/v1';
-const PRESTART = 'prestart.dev/v1alpha1';
-const apiPath = (group: string, ns: string, plural: string, name?: string) =>
-  `/apis/${group}/namespaces/${ns}/${plural}${name ? `/${name}` : ''}`;
 
 async function cleanup(): Promise<void> {
   await gate?.process.stop().catch(() => undefined);
@@ -268,19 +264,7 @@ try {
   await inParallel(N.namespaces * N.services, WRITERS, async (i) => {
     const ns = namespaces[Math.floor(i / N.services)] as string;
     const svc = services[i % N.services] as string;
-    const cfg = (await writer.send(
-      'POST',
-      `${apiPath(SERVING, ns, 'configurations')}?fieldManager=controller`,
-      configurationOf(ns, svc),
-    )) as KubernetesObject;
-    configurationUID.set(`${ns}/${svc}`, cfg.metadata?.uid ?? '');
-    const route = routeOf(ns, svc, `${svc}-${pad(N.generations, 5)}`, now);
-    const created = (await writer.send(
-      'POST',
-      `${apiPath(SERVING, ns, 'routes')}?fieldManager=controller`,
-      route.object,
-    )) as KubernetesObject;
-    await writer.send('PUT', `${apiPath(SERVING, ns, 'routes', svc)}/status?fieldManager=controller`, { ...created, status: route.status });
+    configurationUID.set(`${ns}/${svc}`, await writeService(writer, ns, svc, `${svc}-${pad(N.generations, 5)}`, now));
   });
   const hookOf = (nsIndex: number, s: number) => hookNames[(nsIndex * N.services + s) % N.hooks] as string;
   const old = N.namespaces * N.services * (N.generations - 1);
@@ -293,28 +277,7 @@ try {
       const ns = namespaces[nsIndex] as string;
       const svc = services[s] as string;
       const rev = revisionOf(ns, svc, (i % (N.generations - 1)) + 1, configurationUID.get(`${ns}/${svc}`));
-      const created = (await writer.send('POST', `${apiPath(SERVING, ns, 'revisions')}?fieldManager=controller`, rev)) as KubernetesObject;
-      await writer.send('PUT', `${apiPath(SERVING, ns, 'revisions', rev.metadata.name)}/status?fieldManager=controller`, {
-        ...created,
-        status: revisionStatus(true, now),
-      });
-      const runObj = releasedRunOf(
-        ns,
-        rev.metadata.name,
-        created.metadata?.uid ?? '',
-        hookOf(nsIndex, s),
-        accepting.url,
-        new Date(Date.now() - 86_400_000),
-      );
-      const createdRun = (await writer.send(
-        'POST',
-        `${apiPath(PRESTART, ns, 'prestartruns')}?fieldManager=knative-prestart-gate`,
-        runObj.object,
-      )) as KubernetesObject;
-      await writer.send('PUT', `${apiPath(PRESTART, ns, 'prestartruns', rev.metadata.name)}/status?fieldManager=knative-prestart-gate`, {
-        ...createdRun,
-        status: runObj.status,
-      });
+      await writeReleasedRevision(writer, ns, rev, hookOf(nsIndex, s), accepting.url, now);
     },
     (done) => done % 2000 === 0 && say(`  ${done} released Revisions with their runs`),
   );

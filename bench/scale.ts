@@ -56,14 +56,16 @@ import { freePorts } from '../devcluster/ports.ts';
 import { waitFor } from '../devcluster/wait.ts';
 import { controlPlaneMemory, load, memoryKiB, summarize, table } from './_common.ts';
 import {
-  configurationOf,
+  apiPath,
   deploymentEnv,
   deploymentNodeOptions,
+  PRESTART,
   podOf,
-  releasedRunOf,
   revisionOf,
   revisionStatus,
-  routeOf,
+  SERVING,
+  writeReleasedRevision,
+  writeService,
 } from './_knative.ts';
 import {
   afterGc,
@@ -190,11 +192,6 @@ async function cleanup(): Promise<void> {
   await env.cluster.stop();
 }
 
-const apiPath = (group: string, ns: string, plural: string, name?: string) =>
-  `/apis/${group}/namespaces/${ns}/${plural}${name ? `/${name}` : ''}`;
-const SERVING = 'serving.knative.dev/v1';
-const PRESTART = 'prestart.dev/v1alpha1';
-
 try {
   // --- setup: namespaces, hooks, the gate idle -------------------------------------------------
   for (const ns of namespaces) {
@@ -268,23 +265,8 @@ try {
   await inParallel(N.namespaces * N.services, WRITERS, async (i) => {
     const ns = namespaces[Math.floor(i / N.services)] as string;
     const svc = services[i % N.services] as string;
-    const cfg = (await writer.send(
-      'POST',
-      `${apiPath(SERVING, ns, 'configurations')}?fieldManager=controller`,
-      configurationOf(ns, svc),
-    )) as KubernetesObject;
-    configurationUID.set(`${ns}/${svc}`, cfg.metadata?.uid ?? '');
+    configurationUID.set(`${ns}/${svc}`, await writeService(writer, ns, svc, `${svc}-${pad(N.generations - 1, 5)}`, now));
     made.configurations++;
-    const route = routeOf(ns, svc, `${svc}-${pad(N.generations - 1, 5)}`, now);
-    const created = (await writer.send(
-      'POST',
-      `${apiPath(SERVING, ns, 'routes')}?fieldManager=controller`,
-      route.object,
-    )) as KubernetesObject;
-    await writer.send('PUT', `${apiPath(SERVING, ns, 'routes', svc)}/status?fieldManager=controller`, {
-      ...created,
-      status: route.status,
-    });
     made.routes++;
   });
   const hookOf = (nsIndex: number, s: number) => hookNames[(nsIndex * N.services + s) % N.hooks] as string;
@@ -300,29 +282,8 @@ try {
       const ns = namespaces[nsIndex] as string;
       const svc = services[s] as string;
       const rev = revisionOf(ns, svc, gen, configurationUID.get(`${ns}/${svc}`));
-      const created = (await writer.send('POST', `${apiPath(SERVING, ns, 'revisions')}?fieldManager=controller`, rev)) as KubernetesObject;
-      await writer.send('PUT', `${apiPath(SERVING, ns, 'revisions', rev.metadata.name)}/status?fieldManager=controller`, {
-        ...created,
-        status: revisionStatus(true, now),
-      });
+      await writeReleasedRevision(writer, ns, rev, hookOf(nsIndex, s), hooks.accepting.url, now);
       made.revisions++;
-      const run = releasedRunOf(
-        ns,
-        rev.metadata.name,
-        created.metadata?.uid ?? '',
-        hookOf(nsIndex, s),
-        hooks.accepting.url,
-        new Date(Date.now() - 86_400_000),
-      );
-      const createdRun = (await writer.send(
-        'POST',
-        `${apiPath(PRESTART, ns, 'prestartruns')}?fieldManager=knative-prestart-gate`,
-        run.object,
-      )) as KubernetesObject;
-      await writer.send('PUT', `${apiPath(PRESTART, ns, 'prestartruns', rev.metadata.name)}/status?fieldManager=knative-prestart-gate`, {
-        ...createdRun,
-        status: run.status,
-      });
       made.runs++;
     },
     (done) => done % 3000 === 0 && say(`  ${done} released Revisions with their runs`),

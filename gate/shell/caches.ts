@@ -24,9 +24,9 @@ import {
 } from '../../api/resources.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
 import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
+import { KeyLocks } from './key-locks.ts';
 import type { KubeClient } from './kube-client.ts';
 import { RevisionIndex } from './revision-index.ts';
-import { KeyLocks } from './sender.ts';
 import { heldRevisionView, METADATA_ONLY, METADATA_ONLY_LIST, revisionStub, routeView, runView } from './views.ts';
 
 export type { Cache, InformerHealth };

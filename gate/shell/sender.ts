@@ -15,6 +15,7 @@ import type { Intake } from '../../sinks/intake.ts';
 import { requestRef } from '../core/index.ts';
 import { takeAnswers } from './answers.ts';
 import { crashPoint } from './crashpoints.ts';
+import { KeyLocks } from './key-locks.ts';
 import type { RequestSender } from './requests.ts';
 
 export interface SendLimits {
@@ -166,28 +167,6 @@ export class SendQueue {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const resolve of waiters) resolve();
-  }
-}
-
-/** One async lock per key: what runs under a key's lock runs alone, in the order it asked. */
-export class KeyLocks {
-  private readonly tails = new Map<string, Promise<void>>();
-
-  async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const before = this.tails.get(key) ?? Promise.resolve();
-    let release: () => void = () => undefined;
-    const mine = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const tail = before.then(() => mine);
-    this.tails.set(key, tail);
-    await before;
-    try {
-      return await fn();
-    } finally {
-      release();
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    }
   }
 }
 

@@ -2,7 +2,8 @@
 // that never answers holds its own slots and no other hook's, one request per Revision and hook
 // waits at a time, and an answer is handed over only while no action list of that Revision runs.
 import test from 'ava';
-import { KeyLocks, type SendJob, SendQueue } from '../../../gate/shell/sender.ts';
+import { KeyLocks } from '../../../gate/shell/key-locks.ts';
+import { type SendJob, SendQueue } from '../../../gate/shell/sender.ts';
 
 /** A job that runs until released; records when it started. */
 function gatedJob(hook: string, key: string, started: string[]) {
