@@ -197,6 +197,12 @@ export interface Condition {
 export interface PrestartRunSpec {
   revisionUID: string;
   hooks: HookSnapshot[];
+  /**
+   * When the gate created the run with its first stage requested (RFC 3339, ms). The create is the
+   * record of those requests: until the status is stored, it is what that start implies
+   * (gate/core/first-stage.ts). Absent on a run that started Pending, or made by an earlier release.
+   */
+  startedAt?: string;
 }
 
 export interface PrestartRunStatus {

@@ -733,7 +733,8 @@ try {
   for (const l of gate.logLines().lines) {
     if (Number(l.level) < 40 && l.msg !== 'reconcile failed; retrying with backoff') continue;
     const err = typeof l.err === 'object' && l.err !== null ? String((l.err as { message?: unknown }).message) : l.err;
-    const msg = `${l.msg}${err ? `: ${String(err).slice(0, 100)}` : ''}`;
+    const why = err ?? (typeof l.reason === 'string' ? l.reason : undefined);
+    const msg = `${l.msg}${why ? `: ${String(why).slice(0, 100)}` : ''}`;
     complaints.set(msg, (complaints.get(msg) ?? 0) + 1);
   }
   if (complaints.size > 0) table([['gate log (since the restart)', 'count'], ...[...complaints].map(([m, c]) => [m, String(c)])]);

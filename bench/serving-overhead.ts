@@ -15,9 +15,10 @@
 //
 // Then where the time of the HTTP hook goes, step by step (medians over the rounds), from watches
 // on Revisions, PrestartRuns and Deployments and the hook's own clock: Knative creates the
-// Revision (through the gate's stamping webhook), the gate creates the PrestartRun, records the
-// request (Requested) and sends it, the hook answers, the gate records the reply, removes the
-// hold, and Knative creates the Deployment; the Service without a hook beside it.
+// Revision (through the gate's stamping webhook), the gate creates the PrestartRun (which records
+// the request) and sends it, the hook answers, the gate records the reply (with the request, in one
+// status write), removes the hold, and Knative creates the Deployment; the Service without a hook
+// beside it.
 //
 //   --http-only   leaves out the Broker (no Eventing controllers; quicker)
 import { HOLD_LABEL, type PrestartHookSpec, type PrestartRunStatus } from '../api/types.ts';
@@ -134,7 +135,6 @@ try {
         update: t0,
         revision: seenAt(revisions.seen, (r) => r.metadata?.name === name),
         run: ofRun(() => true),
-        requested: ofRun((r) => r.status?.hooks?.[0]?.phase === 'Requested'),
         hook: hookSaw.get(name) ?? Number.NaN,
         replied: ofRun((r) => r.status?.hooks?.[0]?.phase === 'Succeeded'),
         released: seenAt(
@@ -173,9 +173,8 @@ try {
   // Where the time goes: each step's delay after the one before, median over the rounds.
   const chain: [string, string, string][] = [
     ['update', 'revision', 'Knative creates the Revision (through the stamping webhook)'],
-    ['revision', 'run', 'gate: PrestartRun created'],
-    ['run', 'requested', 'gate: request recorded (Requested)'],
-    ['requested', 'hook', 'gate: request reaches the hook'],
+    ['revision', 'run', 'gate: PrestartRun created (its spec.startedAt records the request)'],
+    ['run', 'hook', 'gate: request reaches the hook'],
     ['hook', 'replied', 'hook answers, gate records the reply'],
     ['replied', 'released', 'gate: hold removed'],
     ['released', 'deployment', 'Knative creates the Deployment'],

@@ -61,7 +61,17 @@ export async function startGate(
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
   // Rotation without a restart: every replica follows the Secret (gate/shell/keys.ts).
   const keyWatch = watchKeyRing(kc, config.namespace, keys, log);
-  const replies = new ReplyRecorder(client, (ns, name) => caches.runs.get(name, ns), log, clock);
+  // Every run the gate writes is read back from that write until the watch delivers it, and a
+  // stored reply wakes the leader at once: no watch round trip between an answer and the release.
+  client.onRunWritten = (run) => caches.written.note(run);
+  let wake = (_namespace: string, _name: string): void => undefined;
+  const replies = new ReplyRecorder(
+    client,
+    (ns, name) => caches.written.get(ns, name),
+    log,
+    clock,
+    (ns, name) => wake(ns, name),
+  );
   // The one way into the state for every reply: HTTP sink, NATS sink, synchronous answers.
   const intake = createIntake({ keys, maxBytes: config.sink.maxBytes, onReply: tracing.traceReplies(replies.record.bind(replies)) });
   const sinkMetrics = createSinkMetrics(metrics.registry);
@@ -154,6 +164,7 @@ export async function startGate(
     workers: config.workers,
     resyncMs: (config.resyncSeconds ?? DEFAULTS.resyncSeconds) * 1000,
   });
+  wake = (ns, name) => controller.wake(ns, name);
   const leader = new LeaderElector(
     kc,
     {

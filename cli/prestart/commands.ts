@@ -16,6 +16,7 @@ import yaml from 'js-yaml';
 import { errorLine, isNotFound, statusOf } from '../../api/kube-errors.ts';
 import { HOOKS, type HookObject, RUNS, type RunObject, toHook } from '../../api/resources.ts';
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, RETRY_ANNOTATION } from '../../api/types.ts';
+import { runStatusOf } from '../../gate/core/index.ts';
 import { loadKubeConfig } from '../../hooks/builtin/common/kube.ts';
 import { renderPlan, type ServiceLike } from './plan.ts';
 import { renderRunList, renderRunTree, whyParagraph } from './render.ts';
@@ -47,10 +48,17 @@ function target(o: Common): { kc: KubeConfig; api: CustomObjectsApi; namespace: 
   return { kc, api: kc.makeApiClient(CustomObjectsApi), namespace };
 }
 
+/** A run as the gate reads it: a just-started run's status is implied by spec.startedAt until stored. */
+function withStatus(run: RunObject): RunObject {
+  if (run.status || !run.spec) return run;
+  const status = runStatusOf(run);
+  return status ? { ...run, status } : run;
+}
+
 /** The run of a Revision (runs are named after their Revision), with a sentence when there is none. */
 async function readRun(api: CustomObjectsApi, namespace: string, revision: string): Promise<RunObject> {
   try {
-    return (await api.getNamespacedCustomObject({ ...gvp, namespace, name: revision })) as RunObject;
+    return withStatus((await api.getNamespacedCustomObject({ ...gvp, namespace, name: revision })) as RunObject);
   } catch (err) {
     if (isNotFound(err)) {
       throw new CliError(
@@ -97,6 +105,7 @@ export function registerPrestartCommands(program: Command, io: PrestartIo = proc
       const list = (
         o.namespace ? await api.listNamespacedCustomObject({ ...gvp, namespace: o.namespace }) : await api.listClusterCustomObject(gvp)
       ) as { items: RunObject[] };
+      list.items = list.items.map(withStatus);
       const now = io.now();
       const shown = list.items.filter((r) => o.all || r.status?.phase !== 'Released' || now.getTime() - releasedAt(r) < RECENT_MS);
       io.out(shown.length === 0 ? 'No held or recent PrestartRuns.' : renderRunList(shown, now));

@@ -19,9 +19,10 @@
  * | 5  | not held, otherwise                              | nothing: unheld Revisions are never touched                    |
  * | 6  | held, no run, hooks annotation missing/malformed | setHoldReason + Warning InvalidHooksAnnotation (only when the  |
  * |    |                                                  | reason is not already there); never release: fail closed       |
- * | 7  | held, no run (new, or its run was deleted: the   | createRun: snapshots of the named hooks, and a status with the |
- * |    | admin's way to start over)                       | first stage Requested as step c writes it (the shell sends     |
- * |    |                                                  | createRun.requests once that status is stored: issue 14); a    |
+ * | 7  | held, no run (new, or its run was deleted: the   | createRun: snapshots of the named hooks, spec.startedAt = now: |
+ * |    | admin's way to start over)                       | the first stage Requested as step c would write it, implied    |
+ * |    |                                                  | (first-stage.ts) and stored by step g; the shell sends         |
+ * |    |                                                  | createRun.requests once the create returns: issue 14); a       |
  * |    |                                                  | hold reason left from before is cleared. A hook not found or   |
  * |    |                                                  | invalid is Failed under Fail: then the others stay Pending,    |
  * |    |                                                  | nothing is requested and rule 11 follows (hold reason, event); |
@@ -65,11 +66,14 @@
  *      when it differs from the annotation on the Revision), Warning HookFailed/HookTimedOut
  *      only when the Ready condition newly became False or its message changed.
  *   f. requeueAfterMs = time to the nearest deadline or resend of a Requested hook.
+ *   g. a run started by rule 7 whose status is not stored: when the status decided equals the one
+ *      its start implies, it is stored only once STARTED_STATUS_DELAY_MS passed (requeue then), so
+ *      a quick reply's write stores the request and its answer at once; any other change now.
  *
  * Every send names the run by its UID (sendRequest.runUID): the event id and the correlationid
  * carry it, so a reply to a deleted run never counts for the run created after it. A new run's
  * UID is known only once the create returns, so its first requests are createRun.requests, which
- * the shell sends after the status recording them is stored (record, then send), named by it.
+ * the shell sends once the run recording them (spec.startedAt) is created, named by it.
  *
  * Cancels are recorded before they are sent, and the finalizer goes before them too: a hook that
  * cannot be reached must never keep a Revision from being deleted, so a cancel is best effort.
@@ -87,6 +91,7 @@ import {
   REASON_ANNOTATION,
   RETRY_ANNOTATION,
 } from '../../api/types.ts';
+import { runStatusOf, type SendClock, STARTED_STATUS_DELAY_MS, startFirstStage, startStage } from './first-stage.ts';
 import { heartbeatDue, heartbeatExpired } from './heartbeat.ts';
 import { idRunUID } from './reply.ts';
 import { HookSpecError, snapshotHook } from './snapshot.ts';
@@ -98,7 +103,6 @@ import {
   describeOutcome,
   type HookEntry,
   hasPassed,
-  isAudit,
   isBlocking,
   isFailure,
   isUnfinished,
@@ -106,7 +110,6 @@ import {
   jsonEqual,
   notFound,
   oneLine,
-  orderOf,
   type ReadyCondition,
   readyFor,
   readyOf,
@@ -192,46 +195,45 @@ function createRun(o: Observed): Decision {
     conditions: setCondition([], readyFor('Pending', []), o.now.toISOString()),
     summary: summaryOf(hooks),
   };
-  return { actions: [{ type: 'createRun', spec, status, requests: [] }] };
+  return { actions: [{ type: 'createRun', spec, status, storeStatus: true, requests: [] }] };
 }
 
 /**
- * The run created with its first stage already Requested, as rule 11 step c would write it, and
- * those requests for the shell to send once that status is stored: this saves a status write and
- * a watch round trip before a hook is asked (issue 14). Undefined when the new run should start
+ * The run created with its first stage already Requested, as rule 11 step c would write it (the
+ * spec's startedAt records it; the status is implied until step g or a reply stores it), and those
+ * requests for the shell to send once the create returns: no status write and no watch round trip
+ * before a hook is asked (issue 14). Undefined when the new run should start
  * Pending and the next pass take it from there: a blocking hook (rule 11 writes its Warning event
  * and hold reason), nothing that holds (no hooks, or only Audit ones: the release and its event
  * are rule 11's), or a superseded Revision (rule 10 cancels it before anything is asked).
  */
 function createStarted(o: Observed, spec: PrestartRunSpec, hooks: HookStatus[]): Decision | undefined {
   if (o.supersededBy !== undefined && !o.namedByTraffic) return undefined;
-  const joined = joinHooks(spec, hooks);
-  if (joined.some(isBlocking)) return undefined;
   const now = o.now.getTime();
   const nowIso = o.now.toISOString();
   // The run's UID is unknown until the create returns; the shell names the requests by it.
   const clock: SendClock = { now, nowIso, runUID: undefined, leaderSince: o.leaderSince?.getTime() };
   const sends: Action[] = [];
-  const entries = startStage(joined, clock, sends);
-  const phase = derivePhase(entries);
-  if (phase !== 'Running') return undefined;
+  const started = startFirstStage(spec, hooks, clock, sends);
+  if (!started) return undefined;
   const requests = sends.flatMap((a) => (a.type === 'sendRequest' ? [{ hook: a.hook, attempt: a.attempt, deadline: a.deadline }] : []));
-  const started = entries.map((e) => e.status);
-  const status: PrestartRunStatus = compact({
-    phase,
-    hooks: started,
-    conditions: setCondition([], readyFor(phase, entries), nowIso),
-    summary: summaryOf(started),
-  });
-  // A reason left from before (a failed run the admin deleted, a fixed annotation) goes, as rule 11 would clear it.
-  const actions: Action[] = [{ type: 'createRun', spec, status, requests }, ...holdReasonActions(o, undefined)];
-  const requeueAfterMs = nextWakeup(entries, now);
-  return requeueAfterMs === undefined ? { actions } : { actions, requeueAfterMs };
+  // spec.startedAt records the requests: the status they imply (runStatusOf) is stored later (rule 11 step g).
+  const actions: Action[] = [
+    { type: 'createRun', spec: { ...spec, startedAt: nowIso }, status: started.status, storeStatus: false, requests },
+    // A reason left from before (a failed run the admin deleted, a fixed annotation) goes, as rule 11 would clear it.
+    ...holdReasonActions(o, undefined),
+  ];
+  const requeueAfterMs = Math.min(nextWakeup(started.entries, now) ?? Number.POSITIVE_INFINITY, STARTED_STATUS_DELAY_MS);
+  return { actions, requeueAfterMs };
 }
 
-/** The status to work from; rebuilt from the spec when the run was created but its status never written. */
+/**
+ * The status to work from: as stored, or as a start recorded in spec.startedAt implies it
+ * (first-stage.ts), or rebuilt from the spec when the run was created but its status never written.
+ */
 function baseStatus(o: Observed, run: PrestartRunView): PrestartRunStatus {
-  if (run.status) return run.status;
+  const stored = runStatusOf(run);
+  if (stored) return stored;
   const inSpec = new Set(run.spec.hooks.map((h) => h.name));
   const names = parseHookNames(o.revision.annotations) ?? [];
   const hooks: HookStatus[] = names.map((name) => (inSpec.has(name) ? { name, phase: 'Pending', attempt: 1 } : notFound(name)));
@@ -339,7 +341,17 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     releasedAt: phase === 'Released' ? nowIso : undefined,
     summary: summaryOf(hooks),
   });
-  const changed = !jsonEqual(prev, status);
+  let changed = !jsonEqual(prev, status);
+  // Step g: a started run's implied status is stored by the first reply's write, or by this once
+  // STARTED_STATUS_DELAY_MS passed without one; anything else that changed it is stored now.
+  let storeAfterMs: number | undefined;
+  if (changed && prev === undefined && run.spec.startedAt !== undefined && jsonEqual(base, status)) {
+    const due = Date.parse(run.spec.startedAt) + STARTED_STATUS_DELAY_MS - now;
+    if (due > 0) {
+      changed = false;
+      storeAfterMs = due;
+    }
+  }
 
   const actions: Action[] = [];
   if (phase === 'Released') {
@@ -358,17 +370,8 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     }
   }
   actions.push(...events);
-  const requeueAfterMs = nextWakeup(entries, now);
-  return requeueAfterMs === undefined ? { actions } : { actions, requeueAfterMs };
-}
-
-/** What the send rules need besides the hook: the time, the run the sends are for, and since when this replica leads. */
-interface SendClock {
-  now: number;
-  nowIso: string;
-  /** The run UID its requests are named by; undefined for a run of an earlier release (v1 ids, RUN_IDS_ANNOTATION). */
-  runUID: string | undefined;
-  leaderSince: number | undefined;
+  const wakeup = Math.min(nextWakeup(entries, now) ?? Number.POSITIVE_INFINITY, storeAfterMs ?? Number.POSITIVE_INFINITY);
+  return Number.isFinite(wakeup) ? { actions, requeueAfterMs: wakeup } : { actions };
 }
 
 /** Grace after an outage when resends are off: long enough for a delayed reply (Broker retry, NATS backlog) to land. */
@@ -435,28 +438,6 @@ function outageGraceMs(snapshot: HookSnapshot): number {
 function sentAt(status: HookStatus): number {
   const last = Date.parse(status.lastSentAt ?? status.requestedAt ?? '');
   return Number.isNaN(last) ? 0 : last;
-}
-
-function startStage(entries: HookEntry[], c: SendClock, sends: Action[]): HookEntry[] {
-  // With no blocking hook, every hook below the lowest unfinished order has passed.
-  if (entries.some(isBlocking)) return entries;
-  // --- issue 12: Audit (shadow) hooks never make a stage wait; each is requested with the stage
-  // of its order, or at once when no Enforce hook of its order or lower is left ---
-  const unfinished = entries.filter((e) => isUnfinished(e.status.phase) && !isAudit(e));
-  const auditPending = entries.some((e) => isAudit(e) && e.status.phase === 'Pending');
-  if (unfinished.length === 0 && !auditPending) return entries;
-  const stage = unfinished.length > 0 ? Math.min(...unfinished.map(orderOf)) : Number.POSITIVE_INFINITY;
-  return entries.map((e) => {
-    const { status, snapshot } = e;
-    if (status.phase !== 'Pending' || !snapshot) return e;
-    if (isAudit(e) ? snapshot.order > stage : snapshot.order !== stage) return e;
-    const deadline = new Date(c.now + snapshot.timeoutSeconds * 1000).toISOString();
-    sends.push({ type: 'sendRequest', runUID: c.runUID, hook: snapshot, attempt: status.attempt, deadline });
-    return {
-      snapshot,
-      status: { name: status.name, phase: 'Requested', attempt: status.attempt, requestedAt: c.nowIso, lastSentAt: c.nowIso, deadline },
-    };
-  });
 }
 
 function deadlineOf(status: HookStatus, snapshot: HookSnapshot, now: number): number {

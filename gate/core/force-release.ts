@@ -6,6 +6,7 @@
 // before decide()'s rules for a Revision with a run in progress; a Released or Cancelled run is
 // left to them. No spec changes, so a GitOps tool has nothing to revert.
 import { HOLD_LABEL, type HookStatus, type PrestartRunStatus, REASON_ANNOTATION } from '../../api/types.ts';
+import { runStatusOf } from './first-stage.ts';
 import { idRunUID } from './reply.ts';
 import { compact, contributionsOf, isUnfinished, joinHooks, oneLine, setCondition, summaryOf } from './status.ts';
 import type { Action, Decision, Observed } from './types.ts';
@@ -18,7 +19,7 @@ export function forceRelease(o: Observed): Decision | undefined {
   // to do (the shell stops a list at the release, decide's rule 4 cannot finish a run whose hooks
   // did not pass). Only the gate removes the hold label (policy 2), so this is our own release.
   const held = revision.labels[HOLD_LABEL] === 'true';
-  const prev = run.status;
+  const prev = runStatusOf(run);
   if (prev?.phase === 'Released' || prev?.phase === 'Cancelled') return undefined;
   const nowIso = o.now.toISOString();
   const reason = oneLine(run.forceRelease.reason, 512);

@@ -5,6 +5,7 @@ export { type FilteredContributions, filterContributions } from './contributions
 export { decide, FOREIGN_RUN_REQUEUE_MS } from './decide.ts';
 export { decideRevision } from './decide-revision.ts';
 export { DurationError, formatDuration, parseDurationMs, parseDurationSeconds } from './duration.ts';
+export { runStatusOf, STARTED_STATUS_DELAY_MS } from './first-stage.ts';
 export { forceRelease } from './force-release.ts';
 export {
   type PodContainer,

@@ -11,6 +11,7 @@
 
 import type { HookStatus, PrestartRunView, Reply, RevisionView } from '../../api/types.ts';
 import { filterContributions } from './contributions.ts';
+import { runStatusOf } from './first-stage.ts';
 import { oneLine, summaryOf } from './status.ts';
 import type { ReplyResult } from './types.ts';
 
@@ -74,7 +75,8 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
       `reply for an earlier PrestartRun ${run.namespace}/${run.name} (uid ${reply.runUID ?? 'none: a v1 id'}, now ${run.uid || 'unknown'}): the run was deleted and started over, only replies to its new requests count`,
     );
   }
-  const status = run.status;
+  // A run started with its first stage requested may not have its status stored yet: what that start implies counts.
+  const status = runStatusOf(run);
   const index = status?.hooks.findIndex((h) => h.name === reply.hook) ?? -1;
   const current = status?.hooks[index];
   const snapshot = run.spec.hooks.find((h) => h.name === reply.hook);

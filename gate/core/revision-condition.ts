@@ -16,6 +16,7 @@ import {
   type PrestartRunView,
   RETRY_ANNOTATION,
 } from '../../api/types.ts';
+import { runStatusOf } from './first-stage.ts';
 import { describeOutcome, isFailure, oneLine, readyOf } from './status.ts';
 import type { Action, Decision, Observed } from './types.ts';
 
@@ -121,5 +122,5 @@ function statusAfter(o: Observed, d: Decision): PrestartRunStatus | undefined {
     if (a?.type === 'updateRunStatus' || a?.type === 'createRun') return a.status;
   }
   const run: PrestartRunView | undefined = o.run?.spec.revisionUID === o.revision.uid ? o.run : undefined;
-  return run?.status;
+  return run && runStatusOf(run);
 }

@@ -37,11 +37,14 @@ export interface FirstRequest {
 
 export type Action =
   /**
-   * requests: the ones the created status records as sent. The shell sends them once that status
-   * is stored, named by the created run's UID: the UID is unknown until the create returns, which
-   * is why they are not sendRequest actions.
+   * status: what the run starts as. storeStatus false: a run started with its first stage
+   * requested (spec.startedAt), whose status follows from the spec (first-stage.ts statusOf) and
+   * is stored later; true: written right after the create.
+   * requests: the ones the created run records as sent. The shell sends them once the create
+   * (and the status write, if any) returned, named by the created run's UID: the UID is unknown
+   * until the create returns, which is why they are not sendRequest actions.
    */
-  | { type: 'createRun'; spec: PrestartRunSpec; status: PrestartRunStatus; requests: FirstRequest[] }
+  | { type: 'createRun'; spec: PrestartRunSpec; status: PrestartRunStatus; storeStatus: boolean; requests: FirstRequest[] }
   | { type: 'updateRunStatus'; status: PrestartRunStatus }
   /** Sent after the status that records it was written (record, then send). runUID: the run it is for (PrestartRunView.uid). */
   | { type: 'sendRequest'; runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string }

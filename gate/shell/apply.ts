@@ -1,7 +1,7 @@
 // Applies the core's actions, in order. The first failure stops the list (the caller requeues
 // with backoff and the core decides again from what really got written), so "record, then send"
-// holds: a request is never sent unless the status that records it was stored (a new run's first
-// requests go out after its create and status write both returned). Sends are queued
+// holds: a request is never sent unless what records it was stored (a new run's first requests
+// go out once its create, whose spec.startedAt records them, returned). Sends are queued
 // (gate/shell/sender.ts): the network send happens off the reconcile workers, so a hook that
 // hangs holds its own send slots, never a worker. Events and the Revision's condition are written
 // in the background too (gate/shell/background.ts): nothing decided waits for them.
@@ -21,6 +21,7 @@ import type { RunObject } from '../../api/resources.ts';
 import type { RevisionView } from '../../api/types.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
+import { type JsonPatchOp, pointer } from '../core/jsonpatch.ts';
 import type { Action } from '../core/types.ts';
 import type { BackgroundWrites } from './background.ts';
 import type { Clock } from './clock.ts';
@@ -51,6 +52,8 @@ export interface ApplyContext extends ApplyDeps {
   background: BackgroundWrites;
   /** Look at this Revision again (a background write failed). */
   retry: () => void;
+  /** Set by a release: the resourceVersion of the released Revision. */
+  releasedAs?: string;
 }
 
 /** All of the list was applied, or the list up to its release (the rest is decide rule 4's, next). */
@@ -70,9 +73,10 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
   const { client, revision } = ctx;
   switch (action.type) {
     case 'createRun':
-      // The status recording the first requests is stored once this returns (a throw sends none:
-      // rule 11 starts the stage of a run left without status); only then is the UID they carry known.
-      ctx.run = await client.createRun(revision, action.spec, action.status);
+      // The run recording the first requests (spec.startedAt) is stored once this returns (a throw
+      // sends none); only then is the UID they carry known.
+      ctx.run = await client.createRun(revision, action.spec, action.storeStatus ? action.status : undefined);
+      crashPoint('after-run-created');
       for (const r of action.requests) ctx.sends.request(revision, ctx.run.metadata?.uid, r.hook, r.attempt, r.deadline);
       return;
     case 'updateRunStatus':
@@ -87,16 +91,7 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
       return;
     case 'release':
       crashPoint('before-release');
-      // Conditional on the resourceVersion we decided from, so a finalizer another party added
-      // in between is never dropped; a 409 makes the core look again.
-      await client.mergePatchRevision(revision.namespace, revision.name, {
-        metadata: {
-          resourceVersion: ctx.revisionResourceVersion,
-          labels: { [HOLD_LABEL]: null, ...(action.inject ? { [INJECT_LABEL]: 'true' } : {}) },
-          annotations: { [REASON_ANNOTATION]: null },
-          finalizers: revision.finalizers.filter((f) => f !== CANCEL_FINALIZER),
-        },
-      });
+      ctx.releasedAs = await client.jsonPatchRevision(revision.namespace, revision.name, releaseOps(revision, action.inject));
       crashPoint('after-release');
       return;
     case 'setHoldReason':
@@ -135,6 +130,32 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
       return;
     }
   }
+}
+
+/**
+ * The release as a JSON patch guarded by test operations on exactly what it removes, not by the
+ * resourceVersion: a held Revision's status keeps changing (Knative's reconciles, the gate's own
+ * condition), and a conflict with each of those writes cost the release a round trip or three
+ * (issue 14). A finalizer another party added before ours moves ours and fails its test, as a
+ * hold someone else lifted fails the label's: the patch changes nothing (422) and the core looks again.
+ */
+export function releaseOps(revision: RevisionView, inject: boolean): JsonPatchOp[] {
+  const hold = pointer('metadata', 'labels', HOLD_LABEL);
+  const ops: JsonPatchOp[] = [
+    { op: 'test', path: hold, value: 'true' },
+    { op: 'remove', path: hold },
+  ];
+  if (inject) ops.push({ op: 'add', path: pointer('metadata', 'labels', INJECT_LABEL), value: 'true' });
+  // Remove the reason whether or not it is there (add, then remove): an earlier action of the
+  // same list may have cleared it. A held Revision always has annotations (the hooks snapshot).
+  const reason = pointer('metadata', 'annotations', REASON_ANNOTATION);
+  ops.push({ op: 'add', path: reason, value: '' }, { op: 'remove', path: reason });
+  const mine = revision.finalizers.indexOf(CANCEL_FINALIZER);
+  if (mine >= 0) {
+    const at = pointer('metadata', 'finalizers', mine);
+    ops.push({ op: 'test', path: at, value: CANCEL_FINALIZER }, { op: 'remove', path: at });
+  }
+  return ops;
 }
 
 function requireRun(ctx: ApplyContext): RunObject {

@@ -3,26 +3,49 @@
 // two Revisions' releases would make every release behind it wait too. They run a few at a time,
 // never two for one Revision at once, and a newer condition replaces one still waiting; a
 // condition that could not be written makes the controller look at its Revision again.
+//
+// A condition waits CONDITION_DELAY_MS before it is queued (issue 14): it is for people (`kn
+// revision describe`), and a Revision whose hooks answer within that time gets one write, its
+// final state, instead of one per step (each a read and a status patch that would race the
+// release on the apiserver and move the Revision's resourceVersion under it).
 import { SendQueue } from './sender.ts';
 
 export const BACKGROUND_LIMITS = { perHook: 4, overall: 8 };
+export const CONDITION_DELAY_MS = 1_000;
 
 export class BackgroundWrites {
   private readonly queue = new SendQueue(BACKGROUND_LIMITS);
   private seq = 0;
+  /** Conditions in their delay, by key: the newest write of each. */
+  private readonly delayed = new Map<string, { write: () => Promise<void>; timer: NodeJS.Timeout }>();
+
+  constructor(private readonly conditionDelayMs = CONDITION_DELAY_MS) {}
 
   /** An Event: each one written once, in the order recorded (as far as a few at a time keeps it). */
   event(write: () => Promise<void>): void {
     this.queue.add({ lane: 'events', key: `event-${++this.seq}`, run: write });
   }
 
-  /** The latest state of something keyed (a Revision's condition): a waiting older one is replaced. */
+  /** The latest state of something keyed (a Revision's condition), after the delay: a waiting older one is replaced. */
   latest(key: string, write: () => Promise<void>): void {
-    this.queue.add({ lane: 'conditions', key, run: write });
+    const waiting = this.delayed.get(key);
+    if (waiting) {
+      waiting.write = write;
+      return;
+    }
+    const timer = setTimeout(() => {
+      const newest = this.delayed.get(key);
+      this.delayed.delete(key);
+      if (newest) this.queue.add({ lane: 'conditions', key, run: newest.write });
+    }, this.conditionDelayMs);
+    timer.unref();
+    this.delayed.set(key, { write, timer });
   }
 
   /** Drops what waits (leadership lost: the next leader decides again). */
   clear(): void {
+    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    this.delayed.clear();
     this.queue.clear();
   }
 

@@ -28,6 +28,7 @@ import { KeyLocks } from './key-locks.ts';
 import type { KubeClient } from './kube-client.ts';
 import { RevisionIndex } from './revision-index.ts';
 import { heldRevisionView, METADATA_ONLY, METADATA_ONLY_LIST, revisionStub, routeView, runView } from './views.ts';
+import { WrittenRuns } from './written-runs.ts';
 
 export type { Cache, InformerHealth };
 
@@ -43,6 +44,8 @@ export interface Caches {
   hooks: Cache<HookObject>;
   /** PrestartRuns; finished ones slim (views.ts runView). */
   runs: Cache<RunObject>;
+  /** The runs this replica wrote and the informer has not delivered yet: `written.get` is the newest copy known. */
+  written: WrittenRuns;
   namespaces: Cache<V1Namespace>;
   /**
    * Each informer's state, for liveness and the webhooks' refusals: those the replica serves
@@ -142,6 +145,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
     routes: leading.routes.cache,
     hooks: serving.hooks.cache,
     runs: serving.runs.cache,
+    written: new WrittenRuns(serving.runs.cache, runView),
     namespaces: serving.namespaces.cache,
     health: () => [...servingAll, ...leadingAll.filter((i) => leadingStarted && i.health().listed)].map((i) => i.health()),
     synced: async () => {

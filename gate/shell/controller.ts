@@ -21,13 +21,14 @@ import {
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
 import { decideRevision } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
-import { type ApplyDeps, applyActions } from './apply.ts';
+import { type ApplyContext, type ApplyDeps, applyActions } from './apply.ts';
 import { BackgroundWrites } from './background.ts';
 import type { Caches } from './caches.ts';
 import type { Metrics } from './metrics.ts';
 import { HookSends, type SendLimits } from './sender.ts';
 import { CONFIGURATION_LABEL, isFinished } from './views.ts';
 import { WorkQueue } from './workqueue.ts';
+import { isNewerVersion } from './written-runs.ts';
 
 export interface ControllerOptions {
   caches: Caches;
@@ -65,6 +66,12 @@ export class Controller {
   private leaderSince: Date | undefined;
   /** Keys whose last reconcile failed: the next one reads the Revision live if it is no longer held. */
   private readonly failed = new Set<string>();
+  /**
+   * Revisions this replica released, by the resourceVersion the release gave them: until the watch
+   * brings the released Revision, the held cache shows an older one, and a reconcile woken by the
+   * run's own watch event would release it again (a refused patch and a backoff).
+   */
+  private readonly released = new Map<string, string>();
   /** Sends off the workers, at most a few per hook at once. */
   readonly sends: HookSends;
   /** Events and conditions, off the workers. */
@@ -79,7 +86,10 @@ export class Controller {
     // A Revision leaves the held cache when its hold comes off: what is left (the run's Released
     // status, the event, decide rule 4) is bookkeeping, done a moment later so that releases
     // arriving together are not queued behind each other's (gate/shell/apply.ts).
-    caches.revisions.on('delete', (rev) => this.queue?.addAfter(keyOf(rev), BOOKKEEPING_DELAY_MS));
+    caches.revisions.on('delete', (rev) => {
+      this.released.delete(keyOf(rev));
+      this.queue?.addAfter(keyOf(rev), BOOKKEEPING_DELAY_MS);
+    });
     // A new Revision may supersede held ones of its Configuration; an unheld one carrying the
     // gate's finalizer (its hold lifted by hand) needs it removed when it is deleted.
     caches.revisionStubs.on('add', (stub) => {
@@ -124,6 +134,11 @@ export class Controller {
       }
       await Promise.all(Array.from({ length: this.opts.workers }, () => this.work(queue)));
     });
+  }
+
+  /** Looks at a Revision now (a reply was just stored); nothing while not leading. */
+  wake(namespace: string, name: string): void {
+    this.queue?.add(`${namespace}/${name}`);
   }
 
   /** True during a term (between start and stop): the controller acts. */
@@ -171,8 +186,15 @@ export class Controller {
   async reconcile(key: string): Promise<number | undefined> {
     const { namespace, name } = splitKey(key);
     const { caches } = this.opts;
-    const runObj = caches.runs.get(name, namespace);
-    const revObj = caches.revisions.get(name, namespace) ?? (await this.unheldToLookAt(key, runObj));
+    // The run as this replica last wrote it, when the informer has not brought that yet.
+    const runObj = caches.written.get(namespace, name);
+    const held = caches.revisions.get(name, namespace);
+    const releasedAs = this.released.get(key);
+    if (releasedAs !== undefined) {
+      if (held && !isNewerVersion(held.metadata?.resourceVersion, releasedAs)) return undefined;
+      this.released.delete(key);
+    }
+    const revObj = held ?? (await this.unheldToLookAt(key, runObj));
     if (!revObj) {
       // Released or cancelled, unheld, nothing left: the observer has nothing more to count for it.
       if (runObj?.spec?.revisionUID && isFinished(runObj)) this.opts.metrics.observer.forget(runObj.spec.revisionUID);
@@ -199,7 +221,7 @@ export class Controller {
     this.opts.metrics.observer.reconciled(observed, decision);
     if (decision.actions.length > 0) {
       this.opts.log.debug({ key, actions: decision.actions.map((a) => a.type) }, 'applying');
-      await applyActions(decision.actions, {
+      const ctx: ApplyContext = {
         ...this.opts.apply,
         revision,
         revisionResourceVersion: revObj.metadata?.resourceVersion,
@@ -208,7 +230,9 @@ export class Controller {
         sends: this.sends,
         background: this.background,
         retry: () => this.queue?.addRateLimited(key),
-      });
+      };
+      await applyActions(decision.actions, ctx);
+      if (ctx.releasedAs !== undefined) this.released.set(key, ctx.releasedAs);
     }
     return decision.requeueAfterMs;
   }

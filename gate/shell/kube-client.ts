@@ -27,11 +27,18 @@ import {
   RUN_IDS_ANNOTATION,
   RUN_IDS_V2,
 } from '../../api/types.ts';
+import type { JsonPatchOp } from '../core/jsonpatch.ts';
 import { ConnectionPool, PooledHttp } from './connections.ts';
 
 export class KubeClient {
   readonly custom: CustomObjectsApi;
   readonly core: CoreV1Api;
+
+  /**
+   * Hears every run this client creates or whose status it writes, as the apiserver returned it:
+   * the gate keeps it until its informer catches up (written-runs.ts).
+   */
+  onRunWritten: (run: RunObject) => void = () => undefined;
 
   constructor(readonly kc: KubeConfig) {
     this.custom = kc.makeApiClient(CustomObjectsApi);
@@ -69,8 +76,11 @@ export class KubeClient {
     }
   }
 
-  /** Creates the run owned by its Revision (garbage collected with it), then writes its first status: returns it as stored. */
-  async createRun(revision: RevisionView, spec: PrestartRunSpec, status: PrestartRunStatus): Promise<RunObject> {
+  /**
+   * Creates the run owned by its Revision (garbage collected with it), then writes its first status
+   * when one is given (a run started with spec.startedAt has none to write yet): returns it as stored.
+   */
+  async createRun(revision: RevisionView, spec: PrestartRunSpec, status: PrestartRunStatus | undefined): Promise<RunObject> {
     const body: RunObject = {
       apiVersion: `${RUNS.group}/${RUNS.version}`,
       kind: 'PrestartRun',
@@ -89,19 +99,23 @@ export class KubeClient {
       body,
       fieldManager: FIELD_MANAGER,
     })) as RunObject;
-    return this.replaceRunStatus(created, status);
+    if (status) return this.replaceRunStatus(created, status);
+    this.onRunWritten(created);
+    return created;
   }
 
   /** Replaces the status, failing with 409 when the run changed since `run` was read. */
   async replaceRunStatus(run: RunObject, status: PrestartRunStatus): Promise<RunObject> {
     const body = { ...run, status };
-    return (await this.custom.replaceNamespacedCustomObjectStatus({
+    const written = (await this.custom.replaceNamespacedCustomObjectStatus({
       ...gvp(RUNS),
       namespace: run.metadata?.namespace ?? '',
       name: run.metadata?.name ?? '',
       body,
       fieldManager: FIELD_MANAGER,
     })) as RunObject;
+    this.onRunWritten(written);
+    return written;
   }
 
   /** A JSON merge patch; put metadata.resourceVersion in it to make it conditional. */
@@ -110,6 +124,15 @@ export class KubeClient {
       { ...gvp(REVISIONS), namespace, name, body: patch, fieldManager: FIELD_MANAGER },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
+  }
+
+  /** An RFC 6902 JSON patch: its test operations make it conditional on exactly what it changes. Returns the patched resourceVersion. */
+  async jsonPatchRevision(namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<string | undefined> {
+    const patched = (await this.custom.patchNamespacedCustomObject(
+      { ...gvp(REVISIONS), namespace, name, body: ops, fieldManager: FIELD_MANAGER },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    )) as RevisionObject;
+    return patched.metadata?.resourceVersion;
   }
 
   /**

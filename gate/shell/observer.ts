@@ -7,6 +7,7 @@
 // timestamps in the status, not from when this process noticed.
 import type { HookPhase, HookStatus, PrestartRunStatus, RunPhase } from '../../api/types.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
+import { runStatusOf } from '../core/index.ts';
 import type { Decision, Observed } from '../core/types.ts';
 import type { AttemptOutcome, Tracing } from './tracing.ts';
 
@@ -92,7 +93,7 @@ export class RunObserver {
     const rev = o.revision;
     const run = o.run?.spec.revisionUID === rev.uid ? o.run : undefined;
     const decided = decidedStatus(d);
-    const status = decided ?? run?.status;
+    const status = decided ?? (run ? runStatusOf(run) : undefined);
     const prev = this.seen.get(rev.uid);
     const sameRun = prev !== undefined && run !== undefined && (prev.runUID === undefined || prev.runUID === run.uid);
     const held = rev.labels[HOLD_LABEL] === 'true';
@@ -148,7 +149,7 @@ export class RunObserver {
 
     // Unheld while the run neither released nor was cancelled, and the core has nothing to finish:
     // someone other than the gate took the hold off (break glass).
-    const phase = run?.status?.phase;
+    const phase = run ? runStatusOf(run)?.phase : undefined;
     const gateReleased = prev?.phase === 'Released' || phase === 'Released' || phase === 'Cancelled';
     if (prev?.held && !held && !prev.brokenGlass && !rev.deleting && !gateReleased && d.actions.length === 0) {
       next.brokenGlass = true;

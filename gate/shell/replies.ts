@@ -19,10 +19,15 @@ const MAX_CONFLICT_RETRIES = 8;
 export class ReplyRecorder {
   constructor(
     private readonly client: KubeClient,
-    /** The informer's copy, tried first to save a round trip; a stale one only costs a 409 and a re-read. */
+    /** The newest cached copy, tried first to save a round trip; a stale one only costs a 409 and a re-read. */
     private readonly cachedRun: (namespace: string, name: string) => RunObject | undefined,
     private readonly log: Logger,
     private readonly clock: Clock,
+    /**
+     * Called once a reply is stored: the leader reconciles the Revision at once, from the run as
+     * written (written-runs.ts), instead of when its watch brings the change (issue 14).
+     */
+    private readonly recorded: (namespace: string, name: string) => void = () => undefined,
   ) {}
 
   /** Resolves once the reply is stored (or known to change nothing); throws on transient errors. */
@@ -40,6 +45,7 @@ export class ReplyRecorder {
       try {
         await this.client.replaceRunStatus(run, result.status);
         crashPoint('after-reply-recorded');
+        this.recorded(reply.namespace, reply.revision);
         return this.count({ type: 'applied' }, reply);
       } catch (err) {
         if (!isConflict(err)) throw err;

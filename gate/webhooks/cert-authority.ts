@@ -12,7 +12,11 @@ import type { StoredCertFacts, SubjectAltNames, Validity } from './cert-policy.t
 let library: Promise<typeof X509> | undefined;
 /** @peculiar/x509, loaded at the first certificate made; it (through tsyringe) needs the Reflect metadata API first. */
 function loadX509(): Promise<typeof X509> {
-  library ??= import('reflect-metadata').then(() => import('@peculiar/x509'));
+  // A CommonJS package: Node's import() gives its exports as names and as `default`; the bundle
+  // (scripts/bundle.mjs) gives `default` alone.
+  library ??= import('reflect-metadata')
+    .then(() => import('@peculiar/x509'))
+    .then((mod) => (mod as unknown as { default?: typeof X509 }).default ?? mod);
   return library;
 }
 

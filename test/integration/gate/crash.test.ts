@@ -78,6 +78,23 @@ test.serial('killed right after sending a request: the restarted gate takes the 
 });
 
 test.serial(
+  'killed right after creating the run, before its request went out: the restarted gate asks the hook and releases',
+  async (t) => {
+    const gate = await start('after-run-created');
+    await env.createRevision('made-00001', { annotations: { crash: 'yes' } });
+    await killedAt(gate, 'after-run-created');
+    const run = await env.getRun('made-00001');
+    t.truthy(run?.spec?.startedAt, 'the run records its start');
+    t.falsy(requestFor('made-00001')(), 'nothing was sent');
+    await start();
+    const req = await waitFor(requestFor('made-00001'), { timeoutMs: 60_000, what: 'the request, sent by the restarted gate' });
+    await env.waitForRun('made-00001', 'Requested stored', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
+    t.is(await replyUntilAccepted(req), 202);
+    await env.waitReleased('made-00001', 60_000);
+  },
+);
+
+test.serial(
   'killed after recording a reply but before answering it: the hook retries, the duplicate is acknowledged, the Revision released',
   async (t) => {
     const gate = await start('after-reply-recorded');

@@ -12,6 +12,7 @@ import type {
 } from '../../../api/types.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
+import { runStatusOf } from '../../../gate/core/first-stage.ts';
 import { applyReply } from '../../../gate/core/reply.ts';
 import type { Action, Decision, Observed } from '../../../gate/core/types.ts';
 
@@ -82,8 +83,9 @@ export function apply(o: Observed, actions: readonly Action[]): Observed {
   for (const action of actions) {
     switch (action.type) {
       case 'createRun':
-        // Its requests are sends: nothing observable here.
-        run = { namespace: revision.namespace, name: revision.name, uid: RUN_UID, spec: action.spec, status: action.status };
+        // Its requests are sends: nothing observable here. A started run's status is not stored yet (spec.startedAt implies it).
+        run = { namespace: revision.namespace, name: revision.name, uid: RUN_UID, spec: action.spec };
+        if (action.storeStatus) run.status = action.status;
         break;
       case 'updateRunStatus':
         if (!run) throw new Error('updateRunStatus without a run');
@@ -129,7 +131,7 @@ export function types(d: Decision): string[] {
 }
 
 export function hookPhases(o: Observed): Record<string, string> {
-  return Object.fromEntries((o.run?.status?.hooks ?? []).map((h) => [h.name, h.phase]));
+  return Object.fromEntries(((o.run && runStatusOf(o.run))?.hooks ?? []).map((h) => [h.name, h.phase]));
 }
 
 export function reply(run: PrestartRunView, hookName: string, overrides: Partial<Reply> = {}): Reply {
@@ -159,6 +161,12 @@ export function answer(o: Observed, hookName: string, overrides: Partial<Reply> 
   const result = applyReply(o.run, reply(o.run, hookName, overrides), o.now);
   if (result.type !== 'applied' && result.type !== 'progress') throw new Error(`reply not applied: ${JSON.stringify(result)}`);
   return withStatus(o, result.status);
+}
+
+/** The started run's implied status stored, as decide() stores it a second after the create when no reply did (rule 11 step g). */
+export function storeStarted(o: Observed): Observed {
+  if (!o.run || o.run.status) return o;
+  return { ...o, run: { ...o.run, status: runStatusOf(o.run) } };
 }
 
 /** decide + apply at `now` (default: the observation's), asserting that deciding again on the applied state does nothing. */

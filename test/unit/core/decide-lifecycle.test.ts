@@ -1,7 +1,32 @@
 import test from 'ava';
-import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION } from '../../../api/types.ts';
+import {
+  CANCEL_FINALIZER,
+  HOLD_LABEL,
+  HOOKS_ANNOTATION,
+  INJECT_LABEL,
+  type PrestartRunStatus,
+  REASON_ANNOTATION,
+} from '../../../api/types.ts';
 import { decide, FOREIGN_RUN_REQUEUE_MS } from '../../../gate/core/decide.ts';
-import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, RUN_UID, revision, step, T0, types } from './_builders.ts';
+import { runStatusOf, STARTED_STATUS_DELAY_MS } from '../../../gate/core/first-stage.ts';
+import { applyReply } from '../../../gate/core/reply.ts';
+import {
+  answer,
+  apply,
+  at,
+  heldRevision,
+  hook,
+  hookPhases,
+  observed,
+  ofType,
+  RUN_UID,
+  reply,
+  revision,
+  step,
+  storeStarted,
+  T0,
+  types,
+} from './_builders.ts';
 
 test('an unheld Revision without a run is never touched', (t) => {
   t.deepEqual(decide(observed(revision(), [hook('db')])), { actions: [] });
@@ -40,12 +65,34 @@ test('a held Revision gets a run with snapshots of its hooks, created with its f
     ],
     'the requests the status records, for the shell to send once it is stored',
   );
-  t.is(d.requeueAfterMs, 20_000, 'woken for the first resend');
+  t.is(create?.storeStatus, false, 'the create records the requests (spec.startedAt); the status they imply is stored later');
+  t.is(create?.spec.startedAt, sent);
+  t.is(d.requeueAfterMs, STARTED_STATUS_DELAY_MS, 'woken to store that status if no reply stored it first');
+});
+
+test('a started run whose status is not stored: the first reply stores it, with the request and the answer in one write', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions);
+  t.is(o.run?.status, undefined, 'nothing but the create was written');
+  t.deepEqual(decide({ ...o, now: at(0.5) }), { actions: [], requeueAfterMs: 500 }, 'no status write while a reply may still store it');
+  const result = applyReply(o.run ?? (undefined as never), reply(o.run ?? (undefined as never), 'db'), at(0.2));
+  if (result.type !== 'applied') throw new Error(JSON.stringify(result));
+  t.like(result.status.hooks[0], { phase: 'Succeeded', requestedAt: T0.toISOString(), deadline: at(60).toISOString() });
+  t.like(result.status, { phase: 'Running', summary: '1/1' });
+});
+
+test('a started run with no reply within STARTED_STATUS_DELAY_MS gets the status its start implies stored, and nothing is sent again', (t) => {
+  let o = observed(heldRevision(['db']), [hook('db')]);
+  o = apply(o, decide(o).actions);
+  const implied = runStatusOf(o.run ?? (undefined as never));
+  const stored = step(t, o, at(1));
+  t.deepEqual(stored.decision.actions, [{ type: 'updateRunStatus', status: implied as PrestartRunStatus }]);
+  t.like(stored.next.run?.status?.hooks[0], { phase: 'Requested', requestedAt: T0.toISOString() });
 });
 
 test('the run as the informer brings it back is not asked again; the resend comes after resendInterval', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
-  o = apply(o, decide(o).actions);
+  o = storeStarted(apply(o, decide(o).actions));
   t.deepEqual(decide(o).actions, [], 'no second status write, no second send');
   t.deepEqual(decide({ ...o, now: at(1), leaderSince: at(-60) }), { actions: [], requeueAfterMs: 19_000 });
   const resent = decide({ ...o, now: at(20) });
@@ -63,7 +110,7 @@ test('the whole way: create with the request, reply, release', (t) => {
   );
   o = created.next;
   t.deepEqual(hookPhases(o), { db: 'Requested' });
-  t.is(o.run?.status?.phase, 'Running');
+  t.is(o.run && runStatusOf(o.run)?.phase, 'Running');
 
   o = answer({ ...o, now: at(5) }, 'db', { message: 'database ready' });
   const released = step(t, o);
@@ -187,11 +234,12 @@ test('a run whose status was never written gets one rebuilt from its spec', (t) 
   t.is(update?.status.phase, 'Failed');
 });
 
-test('a run whose create succeeded but whose status write failed (nothing was sent) gets its first stage requested', (t) => {
+test('a run without status and without a recorded start (an earlier release whose status write failed: nothing was sent) gets its first stage requested', (t) => {
   let o = observed(heldRevision(['db']), [hook('db')]);
   const [create] = ofType(decide(o), 'createRun');
   if (!create) throw new Error('no createRun');
-  o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', uid: RUN_UID, spec: create.spec }, now: at(3) };
+  const { startedAt: _notRecorded, ...spec } = create.spec;
+  o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', uid: RUN_UID, spec }, now: at(3) };
   const started = step(t, o);
   t.deepEqual(types(started.decision), ['updateRunStatus', 'sendRequest'], 'recorded, then sent');
   t.like(ofType(started.decision, 'sendRequest')[0], { runUID: RUN_UID, attempt: 1, deadline: at(63).toISOString() });

@@ -6,12 +6,26 @@ import { HOLD_LABEL } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
 import { applyReply } from '../../../gate/core/reply.ts';
 import type { Observed } from '../../../gate/core/types.ts';
-import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, RUN_UID, reply, step, types } from './_builders.ts';
+import {
+  answer,
+  apply,
+  at,
+  heldRevision,
+  hook,
+  hookPhases,
+  observed,
+  ofType,
+  RUN_UID,
+  reply,
+  step,
+  storeStarted,
+  types,
+} from './_builders.ts';
 
-/** The run created at T0, its first stage requested. */
+/** The run created at T0, its first stage requested (and that status stored). */
 function started(hooks: ReturnType<typeof hook>[], overrides: Partial<Observed> = {}): Observed {
   const o = observed(heldRevision(hooks.map((h) => h.name)), hooks, overrides);
-  return apply(o, decide(o).actions);
+  return storeStarted(apply(o, decide(o).actions));
 }
 
 test('every request and cancel names the run it belongs to', (t) => {
@@ -44,7 +58,7 @@ test('a run deleted and created again asks under its own UID, and a reply captur
   if (!create) throw new Error('no createRun');
   t.like(create.requests[0], { attempt: 1, deadline: at(70).toISOString() });
   t.like(create.status.hooks[0], { phase: 'Requested', attempt: 1 });
-  o = apply({ ...withoutRun, now: at(10) }, created.actions);
+  o = storeStarted(apply({ ...withoutRun, now: at(10) }, created.actions));
   if (!o.run) throw new Error('no run');
   o = { ...o, run: { ...o.run, uid: 'run-uid-2' } };
   t.deepEqual(decide(o).actions, [], 'the new run, as the informer brings it, is not asked again');

@@ -1,21 +1,22 @@
 import test from 'ava';
 import { REASON_ANNOTATION, RETRY_ANNOTATION } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
+import { runStatusOf } from '../../../gate/core/first-stage.ts';
 import type { Observed } from '../../../gate/core/types.ts';
-import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, step, types } from './_builders.ts';
+import { answer, apply, at, heldRevision, hook, hookPhases, observed, ofType, step, storeStarted, types } from './_builders.ts';
 
 /** A held Revision for these hooks, its run not created yet. */
 function held(hooks: ReturnType<typeof hook>[]): Observed {
   return observed(heldRevision(hooks.map((h) => h.name)), hooks);
 }
 
-/** A held Revision whose run was created at T0, with its first stage requested. */
+/** A held Revision whose run was created at T0, with its first stage requested (and that status stored). */
 function started(hooks: ReturnType<typeof hook>[]): Observed {
   const o = held(hooks);
-  return apply(o, decide(o).actions);
+  return storeStarted(apply(o, decide(o).actions));
 }
 
-const ready = (o: Observed) => o.run?.status?.conditions.find((c) => c.type === 'Ready');
+const ready = (o: Observed) => (o.run && runStatusOf(o.run))?.conditions.find((c) => c.type === 'Ready');
 
 test('hooks of one order are requested together; the next order only after all of them succeeded', (t) => {
   const first = step(t, held([hook('db', { order: 1 }), hook('cache', { order: 1 }), hook('warm', { order: 2 })]));
@@ -29,7 +30,7 @@ test('hooks of one order are requested together; the next order only after all o
   );
   let o = first.next;
   t.deepEqual(hookPhases(o), { db: 'Requested', cache: 'Requested', warm: 'Pending' });
-  t.like(o.run?.status?.hooks[0], {
+  t.like((o.run && runStatusOf(o.run))?.hooks[0], {
     requestedAt: o.now.toISOString(),
     lastSentAt: o.now.toISOString(),
     deadline: at(60).toISOString(),
@@ -101,8 +102,8 @@ test('an unanswered request times out at its deadline', (t) => {
 
 test('a re-send keeps the attempt and the deadline and moves lastSentAt', (t) => {
   const first = step(t, held([hook('db', { timeout: '60s', resendInterval: '20s' })]));
-  t.is(first.decision.requeueAfterMs, 20_000, 'wake up for the re-send');
-  let o = first.next;
+  let o = storeStarted(first.next);
+  t.is(decide(o).requeueAfterMs, 20_000, 'wake up for the re-send');
   t.deepEqual(decide({ ...o, now: at(19) }).actions, []);
   t.is(decide({ ...o, now: at(19) }).requeueAfterMs, 1000);
 

@@ -4,12 +4,12 @@ import { decide } from '../../../gate/core/decide.ts';
 import { applyReply, deliveryFailureReply, GATE_REPLY_KEY, invalidReplyFailure, requestRef } from '../../../gate/core/reply.ts';
 import { contributionsOf } from '../../../gate/core/status.ts';
 import type { ReplyResult } from '../../../gate/core/types.ts';
-import { apply, at, heldRevision, hook, observed, reply } from './_builders.ts';
+import { apply, at, heldRevision, hook, observed, reply, storeStarted } from './_builders.ts';
 
 /** A run with db (and cache) Requested at attempt 1. */
 function requestedRun(hooks = [hook('db', { allowed: ['env', 'volume'] }), hook('cache')]): PrestartRunView {
   let o = observed(heldRevision(hooks.map((h) => h.name)), hooks);
-  o = apply(o, decide(o).actions); // created with its first stage requested
+  o = storeStarted(apply(o, decide(o).actions)); // created with its first stage requested, its status stored
   if (!o.run) throw new Error('no run');
   return o.run;
 }

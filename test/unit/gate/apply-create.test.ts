@@ -1,25 +1,29 @@
-// A new run's first requests (issue 14): the shell sends them only once the create and its status
-// write both returned (record, then send), named by the UID the apiserver gave the run.
+// A new run's first requests (issue 14): the shell sends them once the create returned (the run's
+// spec.startedAt records them; no status write comes first), named by the UID the apiserver gave
+// the run. A run that starts Pending gets its status written right after the create.
 import test from 'ava';
 import pino from 'pino';
-import type { RunObject } from '../../../api/resources.ts';
-import type { PrestartRunSpec, PrestartRunStatus } from '../../../api/types.ts';
+import { type RunObject, toRunView } from '../../../api/resources.ts';
+import { CANCEL_FINALIZER, type PrestartRunSpec, type PrestartRunStatus } from '../../../api/types.ts';
 import { decide } from '../../../gate/core/decide.ts';
-import { type ApplyContext, applyActions } from '../../../gate/shell/apply.ts';
+import { runStatusOf } from '../../../gate/core/first-stage.ts';
+import { type ApplyContext, applyActions, releaseOps } from '../../../gate/shell/apply.ts';
 import type { BackgroundWrites } from '../../../gate/shell/background.ts';
 import type { KubeClient } from '../../../gate/shell/kube-client.ts';
 import type { HookSends } from '../../../gate/shell/sender.ts';
 import { heldRevision, hook, observed } from '../core/_builders.ts';
 
-function setup(fail?: 'create' | 'status') {
+function setup(fail?: 'create' | 'status', hooks = [hook('db'), hook('cache'), hook('warm', { order: 1 })]) {
   const log: string[] = [];
   const client = {
-    createRun: async (_rev: unknown, spec: PrestartRunSpec, status: PrestartRunStatus): Promise<RunObject> => {
+    createRun: async (_rev: unknown, spec: PrestartRunSpec, status: PrestartRunStatus | undefined): Promise<RunObject> => {
       log.push('create');
       if (fail === 'create') throw new Error('409 already exists');
-      log.push('status');
-      if (fail === 'status') throw new Error('500 status write');
-      return { metadata: { name: 'hello-00001', namespace: 'team-a', uid: 'created-uid' }, spec, status };
+      if (status) {
+        log.push('status');
+        if (fail === 'status') throw new Error('500 status write');
+      }
+      return { metadata: { name: 'hello-00001', namespace: 'team-a', uid: 'created-uid' }, spec, ...(status ? { status } : {}) };
     },
   } as unknown as KubeClient;
   const sends = {
@@ -27,7 +31,7 @@ function setup(fail?: 'create' | 'status') {
     request: (_rev: unknown, runUID: string | undefined, h: { name: string }, attempt: number, deadline: string) =>
       log.push(`send ${h.name} ${runUID} ${attempt} ${deadline}`),
   } as unknown as HookSends;
-  const o = observed(heldRevision(['db', 'cache', 'warm']), [hook('db'), hook('cache'), hook('warm', { order: 1 })]);
+  const o = observed(heldRevision(['db', 'cache', 'warm']), hooks);
   const ctx = {
     client,
     sends,
@@ -41,26 +45,40 @@ function setup(fail?: 'create' | 'status') {
   return { log, ctx, actions: decide(o).actions };
 }
 
-test('the first stage is sent after the created status is stored, named by the new run’s UID', async (t) => {
+test('the first stage is sent once the create returned, named by the new run’s UID; its status is not written first', async (t) => {
   const { log, ctx, actions } = setup();
   t.is(await applyActions(actions, ctx), 'all');
-  t.deepEqual(log, [
-    'create',
-    'status',
-    'send db created-uid 1 2025-01-01T00:01:00.000Z',
-    'send cache created-uid 1 2025-01-01T00:01:00.000Z',
-  ]);
+  t.deepEqual(log, ['create', 'send db created-uid 1 2025-01-01T00:01:00.000Z', 'send cache created-uid 1 2025-01-01T00:01:00.000Z']);
   t.is(ctx.run?.metadata?.uid, 'created-uid', 'later actions of the list work from the created run');
-  t.is(ctx.run?.status?.phase, 'Running');
+  t.is(ctx.run?.spec?.startedAt, '2025-01-01T00:00:00.000Z');
+  t.is(ctx.run && runStatusOf(toRunView(ctx.run))?.phase, 'Running', 'the start the spec records implies the status');
 });
 
-for (const fail of ['create', 'status'] as const) {
-  test(`a ${fail} that fails sends nothing`, async (t) => {
-    const { log, ctx, actions } = setup(fail);
-    await t.throwsAsync(applyActions(actions, ctx));
-    t.false(
-      log.some((l) => l.startsWith('send')),
-      'a run left without status is started by rule 11',
-    );
-  });
-}
+test('a create that fails sends nothing', async (t) => {
+  const { log, ctx, actions } = setup('create');
+  await t.throwsAsync(applyActions(actions, ctx));
+  t.false(log.some((l) => l.startsWith('send')));
+});
+
+test('a run that starts Pending (a hook not found) has its status written right after the create, and nothing is sent', async (t) => {
+  const { log, ctx, actions } = setup(undefined, [hook('db'), hook('cache')]);
+  t.is(await applyActions(actions, ctx), 'all');
+  t.deepEqual(log, ['create', 'status']);
+  t.is(ctx.run?.status?.phase, 'Pending');
+});
+
+test('the release patch tests exactly what it removes: the hold label and the gate finalizer at its index', (t) => {
+  const revision = {
+    ...heldRevision(['db']),
+    finalizers: ['someone.else/keep', CANCEL_FINALIZER],
+  };
+  t.deepEqual(releaseOps(revision, true), [
+    { op: 'test', path: '/metadata/labels/prestart.dev~1hold', value: 'true' },
+    { op: 'remove', path: '/metadata/labels/prestart.dev~1hold' },
+    { op: 'add', path: '/metadata/labels/prestart.dev~1inject', value: 'true' },
+    { op: 'add', path: '/metadata/annotations/prestart.dev~1reason', value: '' },
+    { op: 'remove', path: '/metadata/annotations/prestart.dev~1reason' },
+    { op: 'test', path: '/metadata/finalizers/1', value: CANCEL_FINALIZER },
+    { op: 'remove', path: '/metadata/finalizers/1' },
+  ]);
+});

@@ -1,52 +1,33 @@
 // Leadership comes and goes; the controller's informer handlers must not pile up with it (each
 // leaked set would scan the cache again on every event, for the life of the process). The
 // caches are client-node's real ListWatch, fed through their watch callback.
-import { type KubernetesObject, ListWatch, type Watch } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import type { RevisionObject } from '../../../api/resources.ts';
+import type { RevisionObject, RunObject } from '../../../api/resources.ts';
 import { HOLD_LABEL } from '../../../api/types.ts';
 import type { ApplyDeps } from '../../../gate/shell/apply.ts';
-import type { Caches } from '../../../gate/shell/caches.ts';
+import type { Cache, Caches } from '../../../gate/shell/caches.ts';
 import { systemClock } from '../../../gate/shell/clock.ts';
 import { Controller } from '../../../gate/shell/controller.ts';
 import { createMetrics } from '../../../gate/shell/metrics.ts';
 import { RevisionIndex } from '../../../gate/shell/revision-index.ts';
+import { WrittenRuns } from '../../../gate/shell/written-runs.ts';
+import { type FedCache, fedCache } from './_fed-cache.ts';
 
-interface FedCache<T extends KubernetesObject> {
-  cache: ListWatch<T>;
-  /** Delivers a watch event, as the apiserver would. */
-  emit(phase: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T): void;
-}
-
-async function fedCache<T extends KubernetesObject>(): Promise<FedCache<T>> {
-  let deliver: ((phase: string, obj: T) => void) | undefined;
-  const watch = {
-    watch: async (_path: string, _query: unknown, callback: (phase: string, obj: T) => void) => {
-      deliver = callback;
-      return new AbortController();
-    },
-  } as unknown as Watch;
-  const cache = new ListWatch<T>(
-    '/test',
-    watch,
-    async () => ({ apiVersion: 'v1', kind: 'List', items: [], metadata: { resourceVersion: '1' } }),
-    false,
-  );
-  await cache.start();
+/** A fed cache whose events get a new resourceVersion each, as every write gives them. */
+async function versionedCache<T extends KubernetesObject>(): Promise<FedCache<T>> {
+  const fed = await fedCache<T>();
   return {
-    cache,
-    emit: (phase, obj) => {
-      if (!deliver) throw new Error('the cache is not watching');
-      deliver(phase, { ...obj, metadata: { ...obj.metadata, resourceVersion: String(Math.random()) } });
-    },
+    cache: fed.cache,
+    emit: (phase, obj) => fed.emit(phase, { ...obj, metadata: { ...obj.metadata, resourceVersion: String(Math.random()) } }),
   };
 }
 
 async function setup() {
-  const revisions = await fedCache<RevisionObject>();
-  const namespaces = await fedCache<KubernetesObject>();
-  const others = await Promise.all([fedCache(), fedCache(), fedCache(), fedCache()]);
+  const revisions = await versionedCache<RevisionObject>();
+  const namespaces = await versionedCache<KubernetesObject>();
+  const others = await Promise.all([versionedCache(), versionedCache(), versionedCache(), versionedCache()]);
   const caches = {
     revisions: revisions.cache,
     revisionStubs: others[3]?.cache,
@@ -55,6 +36,7 @@ async function setup() {
     routes: others[0]?.cache,
     hooks: others[1]?.cache,
     runs: others[2]?.cache,
+    written: new WrittenRuns(others[2]?.cache as unknown as Cache<RunObject>, (run) => run),
     health: () => [],
     synced: async () => undefined,
     lead: async () => undefined,
