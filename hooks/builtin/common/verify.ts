@@ -5,6 +5,7 @@
 import type { CustomObjectsApi, KubernetesObject, V1Container } from '@kubernetes/client-node';
 import { REVISIONS, RUNS, type RunObject } from '../../../api/resources.ts';
 import { HOLD_LABEL, type HookSnapshot } from '../../../api/types.ts';
+import { runStatusOf } from '../../../gate/core/index.ts';
 import type { HookRequest } from '../../sdk/types.ts';
 import { errorLine, statusOf } from './kube.ts';
 import { withRetries } from './poll.ts';
@@ -42,7 +43,8 @@ export async function verifyRequest(custom: CustomObjectsApi, req: HookRequest, 
     return `cannot confirm the request: PrestartRun ${where} belongs to Revision uid ${run.spec?.revisionUID}`;
   const snapshot = run.spec.hooks?.find((h) => h.name === req.hook);
   if (!snapshot) return `cannot confirm the request: PrestartRun ${where} does not run hook ${req.hook}`;
-  const current = run.status?.hooks?.find((h) => h.name === req.hook)?.attempt;
+  // A run just created has its first requests recorded in spec.startedAt before its status is stored.
+  const current = runStatusOf(run)?.hooks.find((h) => h.name === req.hook)?.attempt;
   if (current !== req.attempt) {
     return `cannot confirm the request: attempt ${req.attempt} of hook ${req.hook} is not the current one of PrestartRun ${where} (${current ?? 'none'})`;
   }

@@ -109,12 +109,17 @@ test.serial('list and why say which hook holds the Revision and how to retry; re
   const get = await prestart(['get', 'retry-00001', '-n', env.namespace]);
   t.regex(get.out, new RegExp(`└── ✖ ${hookName}  Failed  attempt 1\\n +quota exceeded`));
 
-  // The gate's condition on the Revision says the same, with the retry command.
-  const rev = (await env.getRevision('retry-00001')) as { status?: { conditions?: Array<{ type: string; reason?: string }> } };
-  t.regex(
-    rev.status?.conditions?.find((c) => c.type === PRESTART_CONDITION)?.reason ?? '',
-    /quota exceeded; retry: kn prestart retry retry-00001/,
+  // The gate's condition on the Revision says the same, with the retry command (written in the
+  // background, a second after the state it shows).
+  const reason = await waitFor(
+    async () => {
+      const rev = (await env.getRevision('retry-00001')) as { status?: { conditions?: Array<{ type: string; reason?: string }> } };
+      const said = rev.status?.conditions?.find((c) => c.type === PRESTART_CONDITION)?.reason;
+      return said?.includes('quota exceeded') ? said : undefined;
+    },
+    { timeoutMs: 15_000, what: "the gate's condition on retry-00001" },
   );
+  t.regex(reason, /quota exceeded; retry: kn prestart retry retry-00001/);
 
   // The namespace owner may retry (the retry annotation is theirs to set).
   const retry = await prestart(['retry', 'retry-00001', '-n', env.namespace], tenantConfig);
