@@ -268,9 +268,11 @@ export class Controller {
     const queue = this.queue;
     if (!queue) return;
     const { caches } = this.opts;
-    for (const rev of caches.revisions.list()) queue.add(keyOf(rev));
-    for (const run of caches.runs.list()) if (!isFinished(run)) queue.add(keyOf(run));
-    for (const key of caches.revisionIndex.withFinalizer()) queue.add(key);
+    // The timers' lane (workqueue.ts): a resync of everything must not queue what just happened behind it.
+    const look = (key: string) => queue.addAfter(key, 0);
+    for (const rev of caches.revisions.list()) look(keyOf(rev));
+    for (const run of caches.runs.list()) if (!isFinished(run)) look(keyOf(run));
+    for (const key of caches.revisionIndex.withFinalizer()) look(key);
   }
 
   private enqueueHeldIn(namespace: string | undefined): void {

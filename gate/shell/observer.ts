@@ -151,7 +151,9 @@ export class RunObserver {
     // someone other than the gate took the hold off (break glass).
     const phase = run ? runStatusOf(run)?.phase : undefined;
     const gateReleased = prev?.phase === 'Released' || phase === 'Released' || phase === 'Cancelled';
-    if (prev?.held && !held && !prev.brokenGlass && !rev.deleting && !gateReleased && d.actions.length === 0) {
+    // (The condition and events the gate still writes for people are not a release it finishes.)
+    const finishing = d.actions.some((a) => a.type === 'release' || a.type === 'updateRunStatus');
+    if (prev?.held && !held && !prev.brokenGlass && !rev.deleting && !gateReleased && !finishing) {
       next.brokenGlass = true;
       this.sink.brokenGlass(phase ?? 'None');
     }

@@ -1,9 +1,20 @@
 // A deduplicating, rate-limited work queue keyed by "namespace/name", after client-go's
 // workqueue: a key is processed by one worker at a time, adding a key that is already waiting
 // is a no-op, and a key added while it is being processed runs once more afterwards.
+//
+// Two lanes (issue 14): what something happened to (an informer event, a stored reply: add())
+// goes before what a timer brought back (a resend, a deadline, a retry, bookkeeping: addAfter,
+// addRateLimited). 1,000 Revisions whose resends come due together would otherwise queue every
+// new Revision and every answered one behind a second of status writes each. The timers' lane
+// still gets every SCHEDULED_TURN-th pick, so it is never starved, and a timer's key that
+// something happens to meanwhile moves to the first lane.
 
 const BASE_DELAY_MS = 5;
 const MAX_DELAY_MS = 1_000_000;
+/** One pick in this many goes to the timers' lane while the first lane has keys. */
+export const SCHEDULED_TURN = 4;
+
+type Lane = 'now' | 'scheduled';
 
 /** What the queue reports, like knative/pkg's workqueue metrics (gate/shell/metrics.ts). */
 export interface QueueInstruments {
@@ -14,8 +25,10 @@ export interface QueueInstruments {
 }
 
 export class WorkQueue {
-  private readonly queue: string[] = [];
-  private readonly dirty = new Set<string>();
+  private readonly lanes: Record<Lane, string[]> = { now: [], scheduled: [] };
+  private picks = 0;
+  /** Keys waiting (or to run again after their current run), with the lane they wait in. */
+  private readonly dirty = new Map<string, Lane>();
   private readonly processing = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
@@ -24,12 +37,29 @@ export class WorkQueue {
   private readonly queuedAt = new Map<string, number>();
   instruments: QueueInstruments | undefined;
 
+  /** Something happened to the key: it goes in the first lane. */
   add(key: string): void {
-    if (this.stopped || this.dirty.has(key)) return;
-    this.dirty.add(key);
+    this.enqueue(key, 'now');
+  }
+
+  private enqueue(key: string, lane: Lane): void {
+    if (this.stopped) return;
+    const waiting = this.dirty.get(key);
+    if (waiting === 'now' || waiting === lane) return;
+    if (waiting === 'scheduled') {
+      // Promoted: it waits in the first lane now (or runs from it again after its current run).
+      this.dirty.set(key, 'now');
+      const at = this.lanes.scheduled.indexOf(key);
+      if (at >= 0) {
+        this.lanes.scheduled.splice(at, 1);
+        this.push(key, 'now');
+      }
+      return;
+    }
+    this.dirty.set(key, lane);
     this.instruments?.added();
     if (!this.processing.has(key)) {
-      this.push(key);
+      this.push(key, lane);
       this.wake();
     }
   }
@@ -38,7 +68,7 @@ export class WorkQueue {
   addAfter(key: string, ms: number): void {
     if (this.stopped) return;
     if (ms <= 0) {
-      this.add(key);
+      this.enqueue(key, 'scheduled');
       return;
     }
     const at = Date.now() + ms;
@@ -47,7 +77,7 @@ export class WorkQueue {
     if (pending) clearTimeout(pending.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
-      this.add(key);
+      this.enqueue(key, 'scheduled');
     }, ms);
     timer.unref();
     this.timers.set(key, { at, timer });
@@ -67,11 +97,13 @@ export class WorkQueue {
 
   /** Resolves with the next key, or undefined once the queue is shut down. */
   async get(): Promise<string | undefined> {
-    while (this.queue.length === 0 && !this.stopped) {
+    while (this.length === 0 && !this.stopped) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     if (this.stopped) return undefined;
-    const key = this.queue.shift() as string;
+    const { now, scheduled } = this.lanes;
+    const turn = ++this.picks % SCHEDULED_TURN === 0;
+    const key = (scheduled.length > 0 && (now.length === 0 || turn) ? scheduled.shift() : now.shift()) as string;
     this.instruments?.waited(performance.now() - (this.queuedAt.get(key) ?? performance.now()));
     this.queuedAt.delete(key);
     this.dirty.delete(key);
@@ -81,19 +113,20 @@ export class WorkQueue {
 
   done(key: string): void {
     this.processing.delete(key);
-    if (this.dirty.has(key)) {
-      this.push(key);
+    const lane = this.dirty.get(key);
+    if (lane) {
+      this.push(key, lane);
       this.wake();
     }
   }
 
-  private push(key: string): void {
-    this.queue.push(key);
+  private push(key: string, lane: Lane): void {
+    this.lanes[lane].push(key);
     this.queuedAt.set(key, performance.now());
   }
 
   get length(): number {
-    return this.queue.length;
+    return this.lanes.now.length + this.lanes.scheduled.length;
   }
 
   shutdown(): void {

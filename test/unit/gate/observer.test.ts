@@ -95,6 +95,22 @@ test('a hold removed by someone else while the hook failed is a break-glass rele
   t.deepEqual(calls, ['attempt db http failed 2s', 'run failed', 'break-glass Failed']);
 });
 
+test('a hold removed by hand counts as break glass even when the gate still has the condition to write', (t) => {
+  // The Revision's condition is written a second after the state it shows (background.ts): the
+  // reconcile after the hand-made release may still want to write it. That is no release of the gate's.
+  const { calls, observer } = recorder();
+  let o = observed(heldRevision(['db']), [db]);
+  o = reconcile(observer, o, 0);
+  o = answer({ ...o, now: at(2) }, 'db', { outcome: 'failed', message: 'no quota' });
+  o = reconcile(observer, o, 3);
+  const labels = { ...o.revision.labels };
+  delete labels[HOLD_LABEL];
+  const unheld = { ...o, revision: { ...o.revision, labels }, now: at(10) };
+  const condition = { type: 'setRevisionCondition', condition: { type: 'x', status: 'False', lastTransitionTime: '' } } as const;
+  observer.reconciled(unheld, { actions: [condition] as Decision['actions'] });
+  t.true(calls.includes('break-glass Failed'));
+});
+
 test("the gate's own release is no break-glass", (t) => {
   const { calls, observer } = recorder();
   let o = observed(heldRevision(['db']), [db]);
