@@ -1,7 +1,8 @@
 // Sends requests and cancels to hooks off the reconcile workers. The reconcile records a request
 // in the run's status (a new run's first ones: in its spec.startedAt) and hands the send here
-// (record, then send: it is queued only once that is stored); the network send happens in the background, at most `perHook` at a time
-// per hook and `overall` in all, taken from the hooks in turn. So 1,000 Revisions waiting on a
+// (record, then send: it is queued only once that is stored); the network send happens in the
+// background, at most `perHook` at a time per hook and `overall` in all, taken from the hooks in
+// turn. So 1,000 Revisions waiting on a
 // hook whose address swallows every connection (each send costs the transport's whole timeout)
 // occupy that hook's few slots, and the requests, releases and cancels of every other hook go on.
 //
