@@ -172,6 +172,7 @@ export interface HookStatus {
   /** 1-based; increases only when an admin retries. Resends keep the attempt. */
   attempt: number;
   requestedAt?: string;
+  /** When a send was last recorded (the request, an outage's resend); other resends are not written (gate/core/resend.ts). */
   lastSentAt?: string;
   answeredAt?: string;
   /** When the hook last sent a progress reply (its heartbeat). */

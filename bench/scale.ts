@@ -466,11 +466,8 @@ try {
   await pause(Math.max(0, lastSend + RESEND_S * 1000 + 1000 - Date.now()));
   const restartWall = Date.now();
   gate = await spawnScaleGate(cli, gateOpts);
-  const resent = () =>
-    unanswered.filter((k) => {
-      const sentAt = Date.parse(runState.get(k)?.hooks?.[0]?.lastSentAt ?? '');
-      return sentAt >= restartWall && (hooks.accepting.last.get(k)?.at ?? 0) >= restartWall;
-    }).length;
+  // What the hooks received: a resend is not written to the run (gate/core/resend.ts).
+  const resent = () => unanswered.filter((k) => (hooks.accepting.last.get(k)?.at ?? 0) >= restartWall).length;
   await waitFor(() => resent() === unanswered.length, {
     timeoutMs: 300_000,
     intervalMs: 100,
@@ -478,6 +475,12 @@ try {
   });
   const restartS = (Date.now() - restartWall) / 1000;
   const restartMem = memoryKiB(gate.pid);
+  // Where the time to ready went: each informer's list, as the gate logs it.
+  const lists = gate
+    .logLines()
+    .lines.filter((l) => l.msg === 'listed')
+    .map((l) => `${String(l.what)} ${String(l.objects)} in ${(Number(l.ms) / 1000).toFixed(1)} s`);
+  say(`  restart lists: ${lists.join('; ')}`);
   say(
     `restart: ${unanswered.length} runs reconciled and re-sent ${restartS.toFixed(1)} s after the spawn (ready after ${((gate.readyAt - gate.spawnedAt) / 1000).toFixed(1)} s); VmHWM ${mib(restartMem.hwm)} MiB`,
   );

@@ -47,7 +47,8 @@
  *      Requested and now >= deadline -> TimedOut "no reply within <timeout>".
  *      Requested with a heartbeatTimeout, silent that long since the request or its last progress
  *      reply (heartbeat.ts) -> TimedOut "no sign of life within <heartbeatTimeout> ...".
- *      Requested and now >= lastSentAt + resendInterval -> lastSentAt = now, sendRequest (same attempt).
+ *      Requested and now >= last sent + resendInterval -> sendRequest (same attempt), not written:
+ *      "last sent" is this term's last send (Observed.sent), else the status's lastSentAt (resend.ts).
  *      Requested, last sent before leaderSince (by another replica, or by this process before a
  *      restart), resends on -> the same at once: sends are queued after the status records them,
  *      so a leader killed in between leaves recorded requests that never went out; hooks are
@@ -92,8 +93,8 @@ import {
   RETRY_ANNOTATION,
 } from '../../api/types.ts';
 import { runStatusOf, type SendClock, STARTED_STATUS_DELAY_MS, startFirstStage, startStage } from './first-stage.ts';
-import { heartbeatDue, heartbeatExpired } from './heartbeat.ts';
 import { idRunUID } from './reply.ts';
+import { expired, expireOrResend, nextWakeup } from './resend.ts';
 import { HookSpecError, snapshotHook } from './snapshot.ts';
 import { parseHookNames } from './stamp.ts';
 import {
@@ -115,7 +116,6 @@ import {
   readyOf,
   setCondition,
   summaryOf,
-  timeoutMessage,
 } from './status.ts';
 import type { Action, Decision, Observed } from './types.ts';
 
@@ -223,7 +223,7 @@ function createStarted(o: Observed, spec: PrestartRunSpec, hooks: HookStatus[]):
     // A reason left from before (a failed run the admin deleted, a fixed annotation) goes, as rule 11 would clear it.
     ...holdReasonActions(o, undefined),
   ];
-  const requeueAfterMs = Math.min(nextWakeup(started.entries, now) ?? Number.POSITIVE_INFINITY, STARTED_STATUS_DELAY_MS);
+  const requeueAfterMs = Math.min(nextWakeup(started.entries, clock) ?? Number.POSITIVE_INFINITY, STARTED_STATUS_DELAY_MS);
   return { actions, requeueAfterMs };
 }
 
@@ -326,7 +326,7 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     events.push(event('Normal', 'Retrying', retryMessage(run.retryToken, retried, stuck)));
   }
 
-  const clock: SendClock = { now, nowIso, runUID: idRunUID(run), leaderSince: o.leaderSince?.getTime() };
+  const clock: SendClock = { now, nowIso, runUID: idRunUID(run), leaderSince: o.leaderSince?.getTime(), sent: o.sent };
   entries = entries.map((e) => expireOrResend(e, clock, sends));
   entries = startStage(entries, clock, sends);
 
@@ -370,97 +370,8 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     }
   }
   actions.push(...events);
-  const wakeup = Math.min(nextWakeup(entries, now) ?? Number.POSITIVE_INFINITY, storeAfterMs ?? Number.POSITIVE_INFINITY);
+  const wakeup = Math.min(nextWakeup(entries, clock) ?? Number.POSITIVE_INFINITY, storeAfterMs ?? Number.POSITIVE_INFINITY);
   return Number.isFinite(wakeup) ? { actions, requeueAfterMs: wakeup } : { actions };
-}
-
-/** Grace after an outage when resends are off: long enough for a delayed reply (Broker retry, NATS backlog) to land. */
-export const OUTAGE_GRACE_MS = 30_000;
-
-function expireOrResend(entry: HookEntry, c: SendClock, sends: Action[]): HookEntry {
-  const { status, snapshot } = entry;
-  if (status.phase !== 'Requested' || !snapshot) return entry;
-  const { now, nowIso } = c;
-  const request = (deadline: string): Action => ({
-    type: 'sendRequest',
-    runUID: c.runUID,
-    hook: snapshot,
-    attempt: status.attempt,
-    deadline,
-  });
-  const deadline = deadlineOf(status, snapshot, now);
-  const grace = outageGraceMs(snapshot);
-  if (c.leaderSince !== undefined && sentAt(status) < c.leaderSince && deadline < c.leaderSince + grace) {
-    const extended = new Date(Math.max(deadline, now + grace)).toISOString();
-    if (snapshot.resendIntervalSeconds <= 0) return { snapshot, status: { ...status, deadline: extended } };
-    sends.push(request(extended));
-    return { snapshot, status: { ...status, lastSentAt: nowIso, deadline: extended } };
-  }
-  const timedOut = expired(entry, now);
-  if (timedOut) return timedOut;
-  const deadlineIso = deadlineIsoOf(status, deadline);
-  const resendAt = resendAtOf(status, snapshot);
-  // Sent before this replica led: the leader that recorded it may have died before its send went
-  // out (sends are queued after the record), and nothing it held in memory survives. Ask once now.
-  const inheritedAt = c.leaderSince !== undefined && sentAt(status) < c.leaderSince;
-  if (resendAt !== undefined && (now >= resendAt || inheritedAt)) {
-    sends.push(request(deadlineIso));
-    return { snapshot, status: { ...status, lastSentAt: nowIso, deadline: deadlineIso } };
-  }
-  return status.deadline === deadlineIso ? entry : { snapshot, status: { ...status, deadline: deadlineIso } };
-}
-
-/** The entry as TimedOut when it is Requested and its deadline has passed; undefined otherwise. */
-function expired(entry: HookEntry, now: number): HookEntry | undefined {
-  const { status, snapshot } = entry;
-  if (status.phase !== 'Requested' || !snapshot) return undefined;
-  const deadline = deadlineOf(status, snapshot, now);
-  // --- issue 12: a hook silent longer than its heartbeatTimeout times out before its deadline ---
-  if (now < deadline) return heartbeatExpired(entry, now);
-  return {
-    snapshot,
-    status: { ...status, phase: 'TimedOut', deadline: deadlineIsoOf(status, deadline), message: timeoutMessage(snapshot) },
-  };
-}
-
-/** The stored deadline as written when it parses, so an unchanged status compares equal. */
-function deadlineIsoOf(status: HookStatus, deadline: number): string {
-  return status.deadline !== undefined && !Number.isNaN(Date.parse(status.deadline)) ? status.deadline : new Date(deadline).toISOString();
-}
-
-/** One resendInterval (the time a resend needs to bring an answer back), never more than the timeout. */
-function outageGraceMs(snapshot: HookSnapshot): number {
-  const grace = snapshot.resendIntervalSeconds > 0 ? snapshot.resendIntervalSeconds * 1000 : OUTAGE_GRACE_MS;
-  return Math.min(grace, snapshot.timeoutSeconds * 1000);
-}
-
-/** When the request was last sent; 0 (long ago) when the status does not say. */
-function sentAt(status: HookStatus): number {
-  const last = Date.parse(status.lastSentAt ?? status.requestedAt ?? '');
-  return Number.isNaN(last) ? 0 : last;
-}
-
-function deadlineOf(status: HookStatus, snapshot: HookSnapshot, now: number): number {
-  const explicit = Date.parse(status.deadline ?? '');
-  if (!Number.isNaN(explicit)) return explicit;
-  const requested = Date.parse(status.requestedAt ?? '');
-  return (Number.isNaN(requested) ? now : requested) + snapshot.timeoutSeconds * 1000;
-}
-
-function resendAtOf(status: HookStatus, snapshot: HookSnapshot): number | undefined {
-  if (snapshot.resendIntervalSeconds <= 0) return undefined;
-  const last = Date.parse(status.lastSentAt ?? status.requestedAt ?? '');
-  return (Number.isNaN(last) ? 0 : last) + snapshot.resendIntervalSeconds * 1000;
-}
-
-function nextWakeup(entries: readonly HookEntry[], now: number): number | undefined {
-  let next = Number.POSITIVE_INFINITY;
-  for (const { status, snapshot } of entries) {
-    if (status.phase !== 'Requested' || !snapshot) continue;
-    next = Math.min(next, deadlineOf(status, snapshot, now), resendAtOf(status, snapshot) ?? Number.POSITIVE_INFINITY);
-    next = Math.min(next, heartbeatDue(status, snapshot) ?? Number.POSITIVE_INFINITY); // issue 12: heartbeats
-  }
-  return Number.isFinite(next) ? Math.max(0, Math.ceil(next - now)) : undefined;
 }
 
 /** The same rule the Pod webhook injects by, so the inject label is set exactly when a pod gets something. */

@@ -30,6 +30,8 @@ export interface SendClock {
   /** The run UID its requests are named by; undefined for a run of an earlier release (v1 ids, RUN_IDS_ANNOTATION). */
   runUID: string | undefined;
   leaderSince: number | undefined;
+  /** When this leader last sent each hook's attempt of this run (Observed.sent, keyed by resend.ts sendKey). */
+  sent?: ReadonlyMap<string, number>;
 }
 
 /**

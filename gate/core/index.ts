@@ -24,10 +24,12 @@ export {
   applyReply,
   deliveryFailureReply,
   GATE_REPLY_KEY,
+  idRunUID,
   invalidReplyFailure,
   type RequestRef,
   requestRef,
 } from './reply.ts';
+export { OUTAGE_GRACE_MS, sendKey } from './resend.ts';
 export {
   getCommand,
   type RevisionCondition,

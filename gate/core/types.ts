@@ -26,6 +26,12 @@ export interface Observed {
    * no leader acted (an outage) is asked once more and given a grace period before it times out.
    */
   leaderSince?: Date;
+  /**
+   * When this leader, in this term, last sent each hook's attempt of the run (ms since the epoch,
+   * keyed by sendKey(hook, attempt)). Resends are not written to the run (resend.ts): this is
+   * what spaces them. Empty at a term's start, so a new leader asks every Requested hook once.
+   */
+  sent?: ReadonlyMap<string, number>;
 }
 
 /** A request the status a run is created with records as sent (decide rule 7). */

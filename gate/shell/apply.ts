@@ -72,18 +72,20 @@ export async function applyActions(actions: Action[], ctx: ApplyContext): Promis
 async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
   const { client, revision } = ctx;
   switch (action.type) {
-    case 'createRun':
+    case 'createRun': {
       // The run recording the first requests (spec.startedAt) is stored once this returns (a throw
       // sends none); only then is the UID they carry known.
       ctx.run = await client.createRun(revision, action.spec, action.storeStatus ? action.status : undefined);
       crashPoint('after-run-created');
-      for (const r of action.requests) ctx.sends.request(revision, ctx.run.metadata?.uid, r.hook, r.attempt, r.deadline);
+      const at = ctx.clock.now().getTime();
+      for (const r of action.requests) ctx.sends.request(revision, ctx.run.metadata?.uid, r.hook, r.attempt, r.deadline, at);
       return;
+    }
     case 'updateRunStatus':
       ctx.run = await client.replaceRunStatus(requireRun(ctx), action.status);
       return;
     case 'sendRequest':
-      ctx.sends.request(revision, action.runUID, action.hook, action.attempt, action.deadline);
+      ctx.sends.request(revision, action.runUID, action.hook, action.attempt, action.deadline, ctx.clock.now().getTime());
       return;
     case 'sendCancel':
       // A cancel is a courtesy to the hook: the Revision is going away whether or not it arrives.

@@ -19,7 +19,7 @@ import {
   toRunView,
 } from '../../api/resources.ts';
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
-import { decideRevision } from '../core/index.ts';
+import { decideRevision, idRunUID } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
 import { type ApplyContext, type ApplyDeps, applyActions } from './apply.ts';
 import { BackgroundWrites } from './background.ts';
@@ -114,6 +114,8 @@ export class Controller {
   start(): void {
     if (this.queue) return;
     const queue = new WorkQueue();
+    // Events and conditions wait while something that happened waits to be decided (background.ts).
+    queue.onBusy = (busy) => this.background.foreground(busy);
     this.queue = queue;
     this.opts.metrics.startTerm(queue);
     // A deadline that came before this term began came while no leader acted (decide rule 11b).
@@ -196,7 +198,8 @@ export class Controller {
     }
     const revObj = held ?? (await this.unheldToLookAt(key, runObj));
     if (!revObj) {
-      // Released or cancelled, unheld, nothing left: the observer has nothing more to count for it.
+      // Released or cancelled, unheld, nothing left: nothing more to send, nothing more to count.
+      this.sends.forget(namespace, name);
       if (runObj?.spec?.revisionUID && isFinished(runObj)) this.opts.metrics.observer.forget(runObj.spec.revisionUID);
       return undefined;
     }
@@ -207,14 +210,16 @@ export class Controller {
     }
     const revision = toRevisionView(revObj);
     const supersededBy = this.newerSibling(revObj);
+    const run = runObj ? toRunView(runObj) : undefined;
     const observed: Observed = {
       revision,
       hooks: this.hooksByName(),
-      run: runObj ? toRunView(runObj) : undefined,
+      run,
       supersededBy,
       namedByTraffic: supersededBy !== undefined && this.namedByTraffic(namespace, name),
       now: this.opts.apply.clock.now(),
       leaderSince: this.leaderSince,
+      sent: run ? this.sends.sentFor(namespace, name, idRunUID(run)) : undefined,
     };
     // decide(), then the gate's condition on the Revision for kn's view (issue 12).
     const decision = decideRevision(observed);

@@ -7,7 +7,7 @@
 // timestamps in the status, not from when this process noticed.
 import type { HookPhase, HookStatus, PrestartRunStatus, RunPhase } from '../../api/types.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
-import { runStatusOf } from '../core/index.ts';
+import { runStatusOf, sendKey } from '../core/index.ts';
 import type { Decision, Observed } from '../core/types.ts';
 import type { AttemptOutcome, Tracing } from './tracing.ts';
 
@@ -32,7 +32,6 @@ export interface TransitionSink {
 interface SeenHook {
   phase: HookPhase;
   attempt: number;
-  lastSentAt?: string;
   resends: number;
 }
 
@@ -101,6 +100,7 @@ export class RunObserver {
     const next: Seen = { held, runUID: run?.uid, phase: status?.phase, hooks: new Map(), approval: rev.annotations[APPROVAL_ANNOTATION] };
     if (prev?.brokenGlass) next.brokenGlass = true;
 
+    const resent = resendsIn(d, run ? runStatusOf(run) : undefined);
     for (const h of status?.hooks ?? []) {
       const before = sameRun ? prev.hooks.get(h.name) : undefined;
       // Never step back: a cache behind this leader's own last decision shows an older status.
@@ -109,16 +109,17 @@ export class RunObserver {
         continue;
       }
       const seen: SeenHook = { phase: h.phase, attempt: h.attempt, resends: before?.attempt === h.attempt ? before.resends : 0 };
-      if (h.lastSentAt !== undefined) seen.lastSentAt = h.lastSentAt;
       next.hooks.set(h.name, seen);
-      if (!before || !run) continue;
-      const transport = run.spec.hooks.find((s) => s.name === h.name)?.delivery.transport ?? 'unknown';
-      if (h.attempt > before.attempt) this.sink.retried(h.name);
-      if (h.attempt !== before.attempt) continue;
-      if (before.phase === 'Requested' && h.phase === 'Requested' && h.lastSentAt !== before.lastSentAt) {
+      const transport = run?.spec.hooks.find((s) => s.name === h.name)?.delivery.transport ?? 'unknown';
+      // A resend is not written to the run (gate/core/resend.ts): it is counted as decided, a
+      // request for an attempt the run already shows Requested.
+      if (run && resent.has(sendKey(h.name, h.attempt)) && h.phase === 'Requested') {
         seen.resends++;
         this.sink.resent(h.name, transport);
       }
+      if (!before || !run) continue;
+      if (h.attempt > before.attempt) this.sink.retried(h.name);
+      if (h.attempt !== before.attempt) continue;
       const outcome = OUTCOMES[h.phase];
       if (outcome && OPEN.has(before.phase) && h.requestedAt !== undefined) {
         const start = Date.parse(h.requestedAt);
@@ -203,6 +204,17 @@ function decidedStatus(d: Decision): PrestartRunStatus | undefined {
     if (a.type === 'createRun' || a.type === 'updateRunStatus') status = a.status;
   }
   return status;
+}
+
+/** The hooks' attempts (sendKey) the decision asks again: requests for attempts the observed status already shows Requested. */
+function resendsIn(d: Decision, observed: PrestartRunStatus | undefined): Set<string> {
+  const requested = new Set((observed?.hooks ?? []).filter((h) => h.phase === 'Requested').map((h) => sendKey(h.name, h.attempt)));
+  const resent = new Set<string>();
+  for (const a of d.actions) {
+    const key = a.type === 'sendRequest' ? sendKey(a.hook.name, a.attempt) : undefined;
+    if (key !== undefined && requested.has(key)) resent.add(key);
+  }
+  return resent;
 }
 
 /** When an attempt ended: the hook's answer, else (a timeout, a cancel) now. */

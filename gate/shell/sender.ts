@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
-import { requestRef } from '../core/index.ts';
+import { requestRef, sendKey } from '../core/index.ts';
 import { takeAnswers } from './answers.ts';
 import { crashPoint } from './crashpoints.ts';
 import { KeyLocks } from './key-locks.ts';
@@ -59,8 +59,19 @@ export class SendQueue {
   /** Keys of the jobs running now. */
   private readonly running = new Set<string>();
   private idleWaiters: Array<() => void> = [];
+  private paused = false;
 
   constructor(private readonly limits: SendLimits = DEFAULT_SEND_LIMITS) {}
+
+  /** Starts no job until resume(); jobs running go on. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.pump();
+  }
 
   add(job: SendJob): void {
     let lane = this.lanes.get(job.lane);
@@ -110,7 +121,7 @@ export class SendQueue {
   }
 
   private pump(): void {
-    while (this.active < this.limits.overall) {
+    while (!this.paused && this.active < this.limits.overall) {
       const job = this.next();
       if (!job) break;
       this.start(job);
@@ -183,6 +194,11 @@ export interface HookSendsOptions {
 export class HookSends {
   private readonly queue: SendQueue;
   private readonly locks = new KeyLocks();
+  /**
+   * When each Revision's run last had a request queued this term, by hook and attempt: decide's
+   * Observed.sent. Resends are not written to the run (gate/core/resend.ts); this spaces them.
+   */
+  private readonly sent = new Map<string, { runUID: string | undefined; at: Map<string, number> }>();
 
   constructor(private readonly opts: HookSendsOptions) {
     this.queue = new SendQueue(opts.limits ?? DEFAULT_SEND_LIMITS);
@@ -193,10 +209,17 @@ export class HookSends {
     return this.locks.exclusive(`${revision.namespace}/${revision.name}`, fn);
   }
 
-  /** Queues a start request whose sending the run's status already records. */
-  request(revision: RevisionView, runUID: string | undefined, hook: HookSnapshot, attempt: number, deadline: string): void {
+  /**
+   * Queues a start request whose first sending the run records (a resend of it needs no record).
+   * `at`: the decision's time, remembered as this request's last send.
+   */
+  request(revision: RevisionView, runUID: string | undefined, hook: HookSnapshot, attempt: number, deadline: string, at: number): void {
     const { sender, intake, log } = this.opts;
     const revisionKey = `${revision.namespace}/${revision.name}`;
+    const known = this.sent.get(revisionKey);
+    const sent = known && known.runUID === runUID ? known : { runUID, at: new Map<string, number>() };
+    if (sent !== known) this.sent.set(revisionKey, sent);
+    sent.at.set(sendKey(hook.name, attempt), at);
     this.queue.add({
       key: `${revisionKey}/${hook.name}/start`,
       lane: hook.name,
@@ -236,9 +259,24 @@ export class HookSends {
     });
   }
 
-  /** Drops what waits to be sent (leadership lost); sends in flight finish and hand their answers over. */
+  /** When this term last queued each hook's attempt of the Revision's run `runUID` (Observed.sent). */
+  sentFor(namespace: string, name: string, runUID: string | undefined): ReadonlyMap<string, number> | undefined {
+    const sent = this.sent.get(`${namespace}/${name}`);
+    return sent && sent.runUID === runUID ? sent.at : undefined;
+  }
+
+  /** Nothing is left to send for the Revision (released, cancelled, gone). */
+  forget(namespace: string, name: string): void {
+    this.sent.delete(`${namespace}/${name}`);
+  }
+
+  /**
+   * Drops what waits to be sent and what was sent (leadership lost: the next term asks every
+   * Requested hook once); sends in flight finish and hand their answers over.
+   */
   clear(): void {
     this.queue.clear();
+    this.sent.clear();
   }
 
   /** Resolves once nothing waits and nothing is in flight (tests, benches). */

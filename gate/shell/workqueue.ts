@@ -35,7 +35,24 @@ export class WorkQueue {
   private waiters: Array<() => void> = [];
   private stopped = false;
   private readonly queuedAt = new Map<string, number>();
+  /** Keys being processed that were taken from the first lane. */
+  private readonly urgentRunning = new Set<string>();
+  private wasBusy = false;
   instruments: QueueInstruments | undefined;
+  /** Told when the first lane gets work (busy) and when it and what was taken from it are done (quiet). */
+  onBusy: ((busy: boolean) => void) | undefined;
+
+  /** Keys in the first lane, waiting or being processed. */
+  get busy(): boolean {
+    return this.lanes.now.length > 0 || this.urgentRunning.size > 0;
+  }
+
+  private tellBusy(): void {
+    const busy = this.busy;
+    if (busy === this.wasBusy) return;
+    this.wasBusy = busy;
+    this.onBusy?.(busy);
+  }
 
   /** Something happened to the key: it goes in the first lane. */
   add(key: string): void {
@@ -103,7 +120,9 @@ export class WorkQueue {
     if (this.stopped) return undefined;
     const { now, scheduled } = this.lanes;
     const turn = ++this.picks % SCHEDULED_TURN === 0;
-    const key = (scheduled.length > 0 && (now.length === 0 || turn) ? scheduled.shift() : now.shift()) as string;
+    const fromNow = !(scheduled.length > 0 && (now.length === 0 || turn));
+    const key = (fromNow ? now.shift() : scheduled.shift()) as string;
+    if (fromNow) this.urgentRunning.add(key);
     this.instruments?.waited(performance.now() - (this.queuedAt.get(key) ?? performance.now()));
     this.queuedAt.delete(key);
     this.dirty.delete(key);
@@ -113,16 +132,19 @@ export class WorkQueue {
 
   done(key: string): void {
     this.processing.delete(key);
+    this.urgentRunning.delete(key);
     const lane = this.dirty.get(key);
     if (lane) {
       this.push(key, lane);
       this.wake();
     }
+    this.tellBusy();
   }
 
   private push(key: string, lane: Lane): void {
     this.lanes[lane].push(key);
     this.queuedAt.set(key, performance.now());
+    if (lane === 'now') this.tellBusy();
   }
 
   get length(): number {

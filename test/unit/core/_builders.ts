@@ -14,6 +14,7 @@ import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_AN
 import { decide } from '../../../gate/core/decide.ts';
 import { runStatusOf } from '../../../gate/core/first-stage.ts';
 import { applyReply } from '../../../gate/core/reply.ts';
+import { sendKey } from '../../../gate/core/resend.ts';
 import type { Action, Decision, Observed } from '../../../gate/core/types.ts';
 
 export const T0 = new Date('2025-01-01T00:00:00.000Z');
@@ -76,16 +77,23 @@ export function observed(rev: RevisionView, hooks: PrestartHook[], overrides: Pa
   };
 }
 
-/** Applies the actions as the shell would; sends and events change nothing observable here. */
+/**
+ * Applies the actions as the shell would. A send is remembered in Observed.sent at the
+ * observation's time, as the leader remembers what it sent this term (gate/shell/sender.ts);
+ * events change nothing observable here.
+ */
 export function apply(o: Observed, actions: readonly Action[]): Observed {
   let revision = o.revision;
   let run = o.run;
+  const sent = new Map(o.sent ?? []);
   for (const action of actions) {
     switch (action.type) {
       case 'createRun':
-        // Its requests are sends: nothing observable here. A started run's status is not stored yet (spec.startedAt implies it).
+        // A started run's status is not stored yet (spec.startedAt implies it).
         run = { namespace: revision.namespace, name: revision.name, uid: RUN_UID, spec: action.spec };
         if (action.storeStatus) run.status = action.status;
+        sent.clear();
+        for (const r of action.requests) sent.set(sendKey(r.hook.name, r.attempt), o.now.getTime());
         break;
       case 'updateRunStatus':
         if (!run) throw new Error('updateRunStatus without a run');
@@ -114,12 +122,15 @@ export function apply(o: Observed, actions: readonly Action[]): Observed {
         break;
       }
       case 'sendRequest':
+        sent.set(sendKey(action.hook.name, action.attempt), o.now.getTime());
+        break;
       case 'sendCancel':
       case 'recordEvent':
         break;
     }
   }
-  return run ? { ...o, revision, run } : { ...o, revision };
+  const next = sent.size > 0 ? { ...o, revision, sent } : { ...o, revision };
+  return run ? { ...next, run } : next;
 }
 
 export function ofType<T extends Action['type']>(d: Decision, type: T): Extract<Action, { type: T }>[] {

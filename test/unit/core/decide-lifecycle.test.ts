@@ -96,7 +96,7 @@ test('the run as the informer brings it back is not asked again; the resend come
   t.deepEqual(decide(o).actions, [], 'no second status write, no second send');
   t.deepEqual(decide({ ...o, now: at(1), leaderSince: at(-60) }), { actions: [], requeueAfterMs: 19_000 });
   const resent = decide({ ...o, now: at(20) });
-  t.deepEqual(types(resent), ['updateRunStatus', 'sendRequest']);
+  t.deepEqual(types(resent), ['sendRequest']);
   t.like(ofType(resent, 'sendRequest')[0], { runUID: RUN_UID, attempt: 1, deadline: at(60).toISOString() });
 });
 

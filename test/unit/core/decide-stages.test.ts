@@ -100,21 +100,40 @@ test('an unanswered request times out at its deadline', (t) => {
   t.like(ready(o), { reason: 'HookTimedOut', message: 'hook db timed out: no reply within 1m' });
 });
 
-test('a re-send keeps the attempt and the deadline and moves lastSentAt', (t) => {
+test('a re-send keeps the attempt and the deadline and writes nothing: the leader remembers when it sent', (t) => {
   const first = step(t, held([hook('db', { timeout: '60s', resendInterval: '20s' })]));
   let o = storeStarted(first.next);
+  const stored = o.run?.status;
   t.is(decide(o).requeueAfterMs, 20_000, 'wake up for the re-send');
   t.deepEqual(decide({ ...o, now: at(19) }).actions, []);
   t.is(decide({ ...o, now: at(19) }).requeueAfterMs, 1000);
 
   const resend = step(t, o, at(20));
-  t.deepEqual(types(resend.decision), ['updateRunStatus', 'sendRequest'], 'lastSentAt is recorded before the send');
+  t.deepEqual(types(resend.decision), ['sendRequest'], 'a resend is not recorded: the request it repeats was');
   t.like(ofType(resend.decision, 'sendRequest')[0], { attempt: 1, deadline: at(60).toISOString() });
   o = resend.next;
-  t.like(o.run?.status?.hooks[0], { phase: 'Requested', attempt: 1, lastSentAt: at(20).toISOString(), requestedAt: at(0).toISOString() });
+  t.is(o.run?.status, stored, 'the run is as it was');
+  t.is(o.sent?.get('db#1'), at(20).getTime());
 
+  t.deepEqual(decide({ ...o, now: at(39) }).actions, [], 'the next resend counts from the remembered one');
+  t.is(decide({ ...o, now: at(30) }).requeueAfterMs, 10_000);
   t.is(ofType(decide({ ...o, now: at(40) }), 'sendRequest').length, 1);
-  t.is(decide({ ...o, now: at(45) }).requeueAfterMs, 15_000, 'the deadline is nearer than the next re-send');
+  t.is(decide({ ...{ ...o, now: at(40) }, sent: new Map([['db#1', at(40).getTime()]]) }).requeueAfterMs, 20_000);
+  t.is(
+    decide({ ...o, now: at(45), sent: new Map([['db#1', at(40).getTime()]]) }).requeueAfterMs,
+    15_000,
+    'the deadline is nearer than the next re-send',
+  );
+});
+
+test('a new leader asks every Requested hook once at the start of its term, and writes nothing for it', (t) => {
+  const first = step(t, held([hook('db', { timeout: '600s', resendInterval: '20s' })]));
+  const o = { ...storeStarted(first.next), sent: undefined, leaderSince: at(5) };
+  const resend = step(t, { ...o, now: at(6) });
+  t.deepEqual(types(resend.decision), ['sendRequest']);
+  t.is(resend.next.run?.status, o.run?.status);
+  t.deepEqual(decide({ ...resend.next, now: at(25) }).actions, [], 'then every resendInterval from that send');
+  t.is(ofType(decide({ ...resend.next, now: at(26) }), 'sendRequest').length, 1);
 });
 
 test('an admin retry re-runs failed and timed-out hooks with the next attempt', (t) => {

@@ -38,6 +38,7 @@ function setup(fail?: 'create' | 'status', hooks = [hook('db'), hook('cache'), h
     revision: o.revision,
     revisionResourceVersion: '1',
     run: undefined,
+    clock: { now: () => new Date('2025-01-01T00:00:00.000Z') },
     log: pino({ level: 'silent' }),
     background: {} as BackgroundWrites,
     retry: () => undefined,

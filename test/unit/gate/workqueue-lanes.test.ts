@@ -41,3 +41,20 @@ test('a scheduled key something happens to moves to the first lane, queued once'
   t.deepEqual(await take(queue, 3), ['ns/c', 'ns/a', 'ns/b']);
   queue.shutdown();
 });
+
+test('busy while the first lane has a key waiting or being processed; quiet once it is done, whatever the timers lane holds', async (t) => {
+  const queue = new WorkQueue();
+  const told: boolean[] = [];
+  queue.onBusy = (busy) => told.push(busy);
+  queue.addAfter('ns/resend', 0);
+  t.false(queue.busy, 'a timer brought it back: not urgent');
+  queue.add('ns/answered');
+  t.true(queue.busy);
+  const key = await queue.get();
+  t.is(key, 'ns/answered');
+  t.true(queue.busy, 'still being decided');
+  queue.done(key as string);
+  t.false(queue.busy, 'the resend still waits, and does not count');
+  t.deepEqual(told, [true, false], 'told once each way');
+  queue.shutdown();
+});
