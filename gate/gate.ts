@@ -8,7 +8,7 @@ import pino, { type Logger } from 'pino';
 import { errorLine } from '../api/kube-errors.ts';
 import { toHook } from '../api/resources.ts';
 import { createTransports, kubeBrokerResolver, type Transports } from '../emitter/index.ts';
-import { createSinkRouter } from '../sinks/http.ts';
+import { installSinkRoutes } from '../sinks/http.ts';
 import { createIntake } from '../sinks/intake.ts';
 import { countingIntake, createSinkMetrics } from '../sinks/metrics.ts';
 import type { NatsSink } from '../sinks/nats.ts';
@@ -96,7 +96,7 @@ export async function startGate(
     const problems = cacheProblems(caches.health(), Date.now(), watchFailureMs);
     return { ok: problems.length === 0, message: problems.length === 0 ? 'ok' : problems.join('\n') };
   };
-  sinkApp.use(createSinkRouter({ ...intake.options, logger: log, metrics: sinkMetrics, health }));
+  installSinkRoutes(sinkApp, { ...intake.options, logger: log, metrics: sinkMetrics, health });
   const sinkServer = await listen(createHttpServer(sinkApp), config.sink.host, config.sink.port);
   const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
 

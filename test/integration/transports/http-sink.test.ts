@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import type { Reply } from '../../../api/types.ts';
 import type { Message } from '../../../schemas/event.ts';
 import { toBinary, toStructured } from '../../../schemas/index.ts';
-import { createSinkRouter } from '../../../sinks/http.ts';
+import { installSinkRoutes } from '../../../sinks/http.ts';
 import { createSinkMetrics } from '../../../sinks/metrics.ts';
 import type { ReplyDisposition } from '../../../sinks/types.ts';
 import { completedEvent, recordingOnReply, requestEvent } from '../../support/events.ts';
@@ -23,7 +23,7 @@ async function sink(answer?: (reply: Reply) => Promise<ReplyDisposition> | Reply
   const { seen, onReply } = recordingOnReply(answer);
   const registry = new Registry();
   const app = express();
-  app.use(createSinkRouter({ keys, onReply, logger: pino({ level: 'silent' }), metrics: createSinkMetrics(registry), maxBytes }));
+  installSinkRoutes(app, { keys, onReply, logger: pino({ level: 'silent' }), metrics: createSinkMetrics(registry), maxBytes });
   const server = await listen(app);
   servers.push(server);
   return { url: server.url, seen, registry };
