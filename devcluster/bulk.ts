@@ -11,6 +11,8 @@ export interface BulkWriter {
    * for a moment (5xx) are retried after a short pause; any other failure rejects with the status.
    */
   send(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType?: string): Promise<unknown>;
+  /** A GET whose answer is not JSON (the apiserver's /metrics). */
+  getText(path: string): Promise<string>;
   close(): void;
 }
 
@@ -59,6 +61,11 @@ export async function bulkWriter(kc: KubeConfig, concurrency: number): Promise<B
         }
         throw new BulkError(status, text);
       }
+    },
+    async getText(path) {
+      const { status, text } = await once('GET', path, undefined, 'text/plain');
+      if (status !== 200) throw new BulkError(status, text);
+      return text;
     },
     close: () => agent.destroy(),
   };
