@@ -205,6 +205,13 @@ export async function uninstall(opts: UninstallOptions): Promise<void> {
       title: `delete ${list('customresourcedefinition', crds)} (with every PrestartHook and PrestartRun)`,
       run: async () => {
         for (const name of crds) await gone(api.crds.deleteCustomResourceDefinition({ name }));
+        // The apiserver deletes every PrestartHook and PrestartRun before the CRD goes. Wait for
+        // it: a namespace deleted while a CRD is terminating waits on the namespace controller's
+        // retries, and an install run right after would meet both still terminating.
+        await until(opts.timeoutSeconds, `${list('customresourcedefinition', crds)} to be gone`, async () => {
+          const left = await api.crds.listCustomResourceDefinition({ labelSelector: PART_OF });
+          return left.items.length === 0;
+        });
       },
     },
     {
