@@ -508,35 +508,30 @@ try {
     await dryRun(namespaces[0] as string, gatedProbe, true);
     await dryRun(plainNs, plainProbe, false);
   }
-  /** The gate's own time answering Revision reviews (its histogram's sum and count), to tell it from the apiserver's. */
-  const gateReviewTime = async () => {
-    const text = await (await fetch(`http://127.0.0.1:${sinkPort}/metrics`)).text();
-    const field = (suffix: string) =>
-      Number(
-        new RegExp(`^prestart_gate_admission_duration_seconds_${suffix}\\{webhook="revisions"\\} (\\S+)$`, 'm').exec(text)?.[1] ??
-          Number.NaN,
-      );
-    return { sum: field('sum'), count: field('count') };
+  /** A histogram's sum and count in Prometheus text, over every series of `metric` whose labels match. */
+  const histogram = (text: string, metric: string, labels: RegExp) => {
+    let sum = 0;
+    let count = 0;
+    for (const m of text.matchAll(new RegExp(`^${metric}_(sum|count)\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
+      if (!labels.test(m[2] as string)) continue;
+      if (m[1] === 'sum') sum += Number(m[3]);
+      else count += Number(m[3]);
+    }
+    return { sum, count };
   };
-  /**
-   * The apiserver's own account of its admission steps (sums and counts of its histograms, over
-   * every series of the metric whose labels match), to say where a gated create's extra time goes.
-   */
+  /** The gate's own time answering Revision reviews, to tell it from the apiserver's. */
+  const gateReviewTime = async () =>
+    histogram(
+      await (await fetch(`http://127.0.0.1:${sinkPort}/metrics`)).text(),
+      'prestart_gate_admission_duration_seconds',
+      /webhook="revisions"/,
+    );
+  /** The apiserver's own account of its webhook calls and policy checks, to say where a gated create's extra time goes. */
   const apiserverTimes = async () => {
     const text = await writer.getText('/metrics');
-    const total = (metric: string, labels: RegExp) => {
-      let sum = 0;
-      let count = 0;
-      for (const m of text.matchAll(new RegExp(`^${metric}_(sum|count)\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
-        if (!labels.test(m[2] as string)) continue;
-        if (m[1] === 'sum') sum += Number(m[3]);
-        else count += Number(m[3]);
-      }
-      return { sum, count };
-    };
     return {
-      webhook: total('apiserver_admission_webhook_admission_duration_seconds', /operation="CREATE"/),
-      policies: total('apiserver_validating_admission_policy_check_duration_seconds', /./),
+      webhook: histogram(text, 'apiserver_admission_webhook_admission_duration_seconds', /operation="CREATE"/),
+      policies: histogram(text, 'apiserver_validating_admission_policy_check_duration_seconds', /./),
     };
   };
   const apiserverBefore = await apiserverTimes();

@@ -29,7 +29,7 @@ export {
   type RequestRef,
   requestRef,
 } from './reply.ts';
-export { OUTAGE_GRACE_MS, sendKey } from './resend.ts';
+export { sendKey } from './resend.ts';
 export {
   getCommand,
   type RevisionCondition,

@@ -211,7 +211,7 @@ export class HookSends {
 
   /**
    * Queues a start request whose first sending the run records (a resend of it needs no record).
-   * `at`: the decision's time, remembered as this request's last send.
+   * `at`: when it is queued (the gate's clock), remembered as this request's last send.
    */
   request(revision: RevisionView, runUID: string | undefined, hook: HookSnapshot, attempt: number, deadline: string, at: number): void {
     const { sender, intake, log } = this.opts;
