@@ -104,3 +104,15 @@ export async function retryOnWebhookReset<T>(fn: () => Promise<T>): Promise<T> {
     }
   }
 }
+
+/** A histogram's sum and count in Prometheus text, over every series of `metric` whose labels match. */
+export function histogram(text: string, metric: string, labels: RegExp): { sum: number; count: number } {
+  let sum = 0;
+  let count = 0;
+  for (const m of text.matchAll(new RegExp(`^${metric}_(sum|count)\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
+    if (!labels.test(m[2] as string)) continue;
+    if (m[1] === 'sum') sum += Number(m[3]);
+    else count += Number(m[3]);
+  }
+  return { sum, count };
+}

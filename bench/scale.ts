@@ -54,7 +54,7 @@ import type { ReceivedRequest } from '../devcluster/gate/hook-server.ts';
 import { asyncReply, syncReply } from '../devcluster/gate/replies.ts';
 import { freePorts } from '../devcluster/ports.ts';
 import { waitFor } from '../devcluster/wait.ts';
-import { controlPlaneMemory, load, memoryKiB, summarize, table } from './_common.ts';
+import { controlPlaneMemory, histogram, load, memoryKiB, summarize, table } from './_common.ts';
 import {
   apiPath,
   deploymentEnv,
@@ -508,17 +508,6 @@ try {
     await dryRun(namespaces[0] as string, gatedProbe, true);
     await dryRun(plainNs, plainProbe, false);
   }
-  /** A histogram's sum and count in Prometheus text, over every series of `metric` whose labels match. */
-  const histogram = (text: string, metric: string, labels: RegExp) => {
-    let sum = 0;
-    let count = 0;
-    for (const m of text.matchAll(new RegExp(`^${metric}_(sum|count)\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
-      if (!labels.test(m[2] as string)) continue;
-      if (m[1] === 'sum') sum += Number(m[3]);
-      else count += Number(m[3]);
-    }
-    return { sum, count };
-  };
   /** The gate's own time answering Revision reviews, to tell it from the apiserver's. */
   const gateReviewTime = async () =>
     histogram(

@@ -18,10 +18,13 @@
 // Revision (through the gate's stamping webhook), the gate creates the PrestartRun (which records
 // the request) and sends it, the hook answers, the gate records the reply (with the request, in one
 // status write), removes the hold, and Knative creates the Deployment; the Service without a hook
-// beside it.
+// beside it. Last, the floor under that overhead: the three writes a held Revision needs one after
+// the other (run create, reply, release), each as the gate timed it (its
+// prestart_gate_kube_request_duration_seconds) and as the apiserver did (apiserver_request_duration_seconds).
 //
 //   --http-only   leaves out the Broker (no Eventing controllers; quicker)
 import { HOLD_LABEL, type PrestartHookSpec, type PrestartRunStatus } from '../api/types.ts';
+import { bulkWriter } from '../devcluster/bulk.ts';
 import { gateEnv } from '../devcluster/gate/env.ts';
 import { startHookServer } from '../devcluster/gate/hook-server.ts';
 import { syncReply } from '../devcluster/gate/replies.ts';
@@ -29,6 +32,7 @@ import { condition, firstSighting, Knative, type KnativeObject, watchCollection 
 import { startKnativeEventing } from '../devcluster/knative-eventing.ts';
 import { startKnativeServing } from '../devcluster/knative-serving.ts';
 import { freePorts } from '../devcluster/ports.ts';
+import { histogram } from './_common.ts';
 
 const args = process.argv.slice(2);
 const roundsFlag = args.indexOf('--rounds');
@@ -71,6 +75,34 @@ const deliveries: Partial<Record<'http' | 'broker', PrestartHookSpec['delivery']
     ? { broker: { transport: 'broker', broker: { name: 'default', namespace: env.namespace, subscriber: { uri: noop.url } } } }
     : {}),
 };
+/** What the gate writes for a held Revision, in order: what the overhead cannot go below without writing less. */
+const WRITES = [
+  { verb: 'create', resource: 'prestartruns', method: 'POST', subresource: '', what: 'the run, recording the request' },
+  { verb: 'update', resource: 'prestartruns/status', method: 'PUT', subresource: 'status', what: 'the reply' },
+  { verb: 'patch', resource: 'revisions', method: 'PATCH', subresource: '', what: "the release (through Knative's webhooks)" },
+] as const;
+type Timed = { sum: number; count: number };
+const apiserver = await bulkWriter(env.admin, 1);
+/** The gate's histogram of its own apiserver calls, and the apiserver's of the same verbs and resources. */
+async function writeTimes(): Promise<{ gate: Timed[]; apiserver: Timed[] }> {
+  const gateText = await (await fetch(`http://127.0.0.1:${sinkPort}/metrics`)).text();
+  const serverText = await apiserver.getText('/metrics');
+  return {
+    gate: WRITES.map((w) =>
+      histogram(gateText, 'prestart_gate_kube_request_duration_seconds', new RegExp(`verb="${w.verb}",resource="${w.resource}"`)),
+    ),
+    apiserver: WRITES.map((w) => {
+      const plural = w.resource.split('/')[0];
+      return histogram(
+        serverText,
+        'apiserver_request_duration_seconds',
+        new RegExp(`(?=.*[{,]resource="${plural}")(?=.*subresource="${w.subresource}")(?=.*verb="${w.method}")`),
+      );
+    }),
+  };
+}
+const meanMs = (a: Timed, b: Timed) => (b.count > a.count ? ((b.sum - a.sum) / (b.count - a.count)) * 1000 : Number.NaN);
+
 const revisions = await watchCollection<KnativeObject>(env.admin, `/apis/serving.knative.dev/v1/namespaces/${env.namespace}/revisions`);
 const deployments = await watchCollection<KnativeObject>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
 const runs = await watchCollection<KnativeObject & { status?: PrestartRunStatus }>(
@@ -112,6 +144,7 @@ try {
   for (const [svc, annotations] of Object.entries(services)) await kn.createService(svc, { annotations: { ...annotations } });
   for (const svc of Object.keys(services)) await readyOf(revisionName(svc, 1));
 
+  const writesBefore = await writeTimes();
   const times: Record<Kind, number[]> = { plain: [], http: [], broker: [] };
   const toDeployment: Record<Kind, number[]> = { plain: [], http: [], broker: [] };
   /** Per round, when each step of a Service's new Revision was first seen (performance.now()). */
@@ -190,8 +223,23 @@ try {
   say(`  ${'no hook: Revision created -> Deployment created'.padEnd(62)} ${ms(plainRevToDep)}`);
   const after = median(steps.http.map((s) => (s.runReleased ?? Number.NaN) - (s.released ?? Number.NaN)).filter(Number.isFinite));
   say(`  (the run's Released status, bookkeeping after the release, lands ${after.toFixed(0)} ms after the hold is removed)`);
+
+  // The floor under the overhead: the three writes a held Revision needs, one after the other.
+  const writesAfter = await writeTimes();
+  say('');
+  say("The writes a held Revision needs, in this order (mean over the rounds, as the gate timed them; the apiserver's own time beside):");
+  let floor = 0;
+  for (const [i, w] of WRITES.entries()) {
+    const gate = meanMs(writesBefore.gate[i] as Timed, writesAfter.gate[i] as Timed);
+    const server = meanMs(writesBefore.apiserver[i] as Timed, writesAfter.apiserver[i] as Timed);
+    floor += gate;
+    say(`  ${`${w.verb} ${w.resource}`.padEnd(30)} ${ms(gate)}   (apiserver ${ms(server)})   ${w.what}`);
+  }
+  const overhead = median(toDeployment.http) - median(toDeployment.plain);
+  say(`  ${'in a row'.padEnd(30)} ${ms(floor)}   of the +${overhead.toFixed(0)} ms the HTTP hook adds before the Deployment`);
 } finally {
   revisions.stop();
+  apiserver.close();
   deployments.stop();
   runs.stop();
   await noop.close();

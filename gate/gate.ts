@@ -17,6 +17,7 @@ import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
 import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './shell/caches.ts';
 import { type Clock, systemClock } from './shell/clock.ts';
+import type { RequestObserver } from './shell/connections.ts';
 import { Controller } from './shell/controller.ts';
 import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
 import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
@@ -49,10 +50,10 @@ export async function startGate(
   clock: Clock = systemClock,
 ): Promise<RunningGate> {
   // Every apiserver call of the gate gives up in time: none can hang a worker or the lease.
-  const kc = withRequestTimeout(config.kubeConfig, (config.apiTimeoutSeconds ?? DEFAULTS.apiTimeoutSeconds) * 1000);
-  const client = new KubeClient(kc);
   const tracing = await startTracing(config.tracing ?? tracingFromEnv());
   const metrics = createMetrics(false, tracing);
+  const kc = withRequestTimeout(config.kubeConfig, (config.apiTimeoutSeconds ?? DEFAULTS.apiTimeoutSeconds) * 1000, metrics.kubeRequest);
+  const client = new KubeClient(kc);
   const caches = createCaches(kc, client, log, {
     namespaceSelector: config.namespaceSelector,
     watchTimeoutSeconds: config.watchTimeoutSeconds,
@@ -129,7 +130,9 @@ export async function startGate(
   // what they cannot yet decide. Nothing leads before every cache is synced.
   const synced = syncCaches(caches);
   const webhookApp = express();
-  webhookApp.use(admissionRouter(admissionSources(config, caches, watchFailureMs), log, metrics, config.webhook.bindingRoot));
+  webhookApp.use(
+    admissionRouter(admissionSources(config, caches, watchFailureMs, metrics.kubeRequest), log, metrics, config.webhook.bindingRoot),
+  );
   const tls: WebhookTls = await startWebhookTls(kc, config, log);
   const webhookServer = await listen(
     createHttpsServer({ key: tls.current().keyPem, cert: tls.current().certPem }, webhookApp),
@@ -172,6 +175,7 @@ export async function startGate(
       name: `knative-prestart-gate-${config.instance}`,
       identity: config.identity,
       leaseSeconds: config.leaseSeconds,
+      observeRequest: metrics.kubeRequest,
       onStartedLeading: () => {
         controller.start();
         if (triggerConfig) {
@@ -226,8 +230,8 @@ const WEBHOOK_READ_TIMEOUT_MS = 3_000;
  * tell (a namespace it has not seen), and a retryable refusal where neither can answer. Never
  * "out of scope" for a namespace it could not read: that would admit a Revision unheld.
  */
-function admissionSources(config: GateConfig, caches: Caches, watchFailureMs: number): AdmissionSources {
-  const reads = new KubeClient(withRequestTimeout(config.kubeConfig, WEBHOOK_READ_TIMEOUT_MS));
+function admissionSources(config: GateConfig, caches: Caches, watchFailureMs: number, observeRequest: RequestObserver): AdmissionSources {
+  const reads = new KubeClient(withRequestTimeout(config.kubeConfig, WEBHOOK_READ_TIMEOUT_MS, observeRequest));
   const selector = config.namespaceSelector === undefined ? undefined : parseLabelSelector(config.namespaceSelector);
   const trouble = (name: string) =>
     cacheProblems(

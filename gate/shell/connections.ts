@@ -49,13 +49,31 @@ export class ConnectionPool {
   }
 }
 
+/** Hears how long each request took, answered (`status`) or not (`status` 0). */
+export type RequestObserver = (method: string, path: string, status: number, seconds: number) => void;
+
 /** client-node's HTTP library (the generated API clients' transport), over node:http(s) and the pool. */
 export class PooledHttp implements PromiseHttpLibrary {
-  constructor(private readonly pool: ConnectionPool) {}
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly observe?: RequestObserver,
+  ) {}
 
-  send(context: RequestContext): Promise<ResponseContext> {
-    this.pool.reuse(context);
+  async send(context: RequestContext): Promise<ResponseContext> {
+    const started = performance.now();
     const url = new URL(context.getUrl());
+    try {
+      const response = await this.exchange(context, url);
+      this.observe?.(context.getHttpMethod(), url.pathname, response.httpStatusCode, (performance.now() - started) / 1000);
+      return response;
+    } catch (err) {
+      this.observe?.(context.getHttpMethod(), url.pathname, 0, (performance.now() - started) / 1000);
+      throw err;
+    }
+  }
+
+  private exchange(context: RequestContext, url: URL): Promise<ResponseContext> {
+    this.pool.reuse(context);
     const body = context.getBody();
     const request = url.protocol === 'http:' ? httpRequest : httpsRequest;
     return new Promise((resolve, reject) => {

@@ -28,7 +28,7 @@ import {
   RUN_IDS_V2,
 } from '../../api/types.ts';
 import type { JsonPatchOp } from '../core/jsonpatch.ts';
-import { ConnectionPool, PooledHttp } from './connections.ts';
+import { ConnectionPool, PooledHttp, type RequestObserver } from './connections.ts';
 
 export class KubeClient {
   readonly custom: CustomObjectsApi;
@@ -192,10 +192,11 @@ function gvp(r: Resource): { group: string; version: string; plural: string } {
  * A copy of `kc` whose every API request gives up after `timeoutMs` (client-node sets no timeout:
  * a half-open connection would hang a status write, or a lease renewal, forever), and whose
  * watches give up when the apiserver has not answered within `timeoutMs`. Every API client made
- * from it (makeApiClient) inherits both.
+ * from it (makeApiClient) inherits both, and tells `observe` how long each request took (watches
+ * are not requests that end: they are not told).
  */
-export function withRequestTimeout(kc: KubeConfig, timeoutMs: number): KubeConfig {
-  const timed = new TimedKubeConfig(Math.max(1, Math.round(timeoutMs)));
+export function withRequestTimeout(kc: KubeConfig, timeoutMs: number, observe?: RequestObserver): KubeConfig {
+  const timed = new TimedKubeConfig(Math.max(1, Math.round(timeoutMs)), observe);
   timed.loadFromOptions({ clusters: kc.clusters, contexts: kc.contexts, users: kc.users, currentContext: kc.currentContext });
   return timed;
 }
@@ -204,7 +205,10 @@ class TimedKubeConfig extends KubeConfig {
   /** Kept connections (client-node would open one per request: gate/shell/connections.ts). */
   private readonly connections = new ConnectionPool();
 
-  constructor(private readonly timeoutMs: number) {
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly observe: RequestObserver | undefined,
+  ) {
     super();
   }
 
@@ -218,7 +222,7 @@ class TimedKubeConfig extends KubeConfig {
   override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
     const cluster = this.getCurrentCluster();
     if (!cluster) throw new Error('No active cluster!');
-    const httpApi = wrapHttpLibrary(new PooledHttp(this.connections));
+    const httpApi = wrapHttpLibrary(new PooledHttp(this.connections, this.observe));
     return new apiClientType(
       createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: this }, httpApi }),
     );

@@ -7,6 +7,7 @@
 import { CoordinationV1Api, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorLine, isConflict, isNotFound } from '../../api/kube-errors.ts';
+import type { RequestObserver } from './connections.ts';
 import { withRequestTimeout } from './kube-client.ts';
 
 export interface LeaderOptions {
@@ -21,6 +22,8 @@ export interface LeaderOptions {
   renewDeadlineSeconds?: number;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
+  /** Hears each lease call's duration, as the gate's other API clients' (metrics.kubeRequest). */
+  observeRequest?: RequestObserver;
 }
 
 /** Candidates and a leader whose renewal failed try again this often at most (client-go's RetryPeriod). */
@@ -47,9 +50,11 @@ export class LeaderElector {
     this.deadlineMs = opts.renewDeadlineSeconds !== undefined ? opts.renewDeadlineSeconds * 1000 : (this.leaseMs * 2) / 3;
     if (this.deadlineMs >= this.leaseMs) throw new Error('leader election: the renew deadline must be shorter than the lease');
     // No lease call may outlive one renewal period: a hung call must not hold up the next try.
-    this.api = withRequestTimeout(kc, Math.max(500, Math.min(this.renewMs, this.leaseMs - this.deadlineMs))).makeApiClient(
-      CoordinationV1Api,
-    );
+    this.api = withRequestTimeout(
+      kc,
+      Math.max(500, Math.min(this.renewMs, this.leaseMs - this.deadlineMs)),
+      opts.observeRequest,
+    ).makeApiClient(CoordinationV1Api);
   }
 
   get isLeader(): boolean {

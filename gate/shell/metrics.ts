@@ -2,7 +2,7 @@
 // several gates in one process. docs/operations.md lists them with example alerts.
 //
 // Labels are bounded: hook (PrestartHook names, which admins create), transport, outcome, phase,
-// webhook, verdict. Never a Revision or a namespace: those grow without bound.
+// webhook, verdict, and the apiserver's verb, resource and status code of the gate's own calls. Never a Revision or a namespace: those grow without bound.
 //
 // Who reports what: every replica counts what it does itself (admissions, requests it sends,
 // replies its sinks take). Transitions (attempts ended, resends, retries, runs released...) are
@@ -11,6 +11,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
+import type { RequestObserver } from './connections.ts';
+import { kubeRequestKind } from './kube-requests.ts';
 import { RunObserver } from './observer.ts';
 import { noTracing, type Tracing } from './tracing.ts';
 import type { QueueInstruments } from './workqueue.ts';
@@ -29,6 +31,8 @@ export interface Metrics {
   admissions: Counter<'webhook' | 'result'>;
   /** Time to answer one AdmissionReview, by webhook (revisions, pods). */
   admissionSeconds: Histogram<'webhook'>;
+  /** Every apiserver request the gate's API clients make (withRequestTimeout's observer). */
+  kubeRequest: RequestObserver;
   /** The leader's view of transitions (called by the controller); feeds the metrics below and the run/attempt spans. */
   observer: RunObserver;
   /** The work queue's adds, waits and retries; the controller hands its queue these. */
@@ -40,6 +44,7 @@ export interface Metrics {
 }
 
 const SECOND_BUCKETS_FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const SECOND_BUCKETS_KUBE = [0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24];
 const SECOND_BUCKETS_HOOK = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 30, 60, 120, 300, 900, 1800, 3600];
 const SECOND_BUCKETS_HOLD = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
 const SECOND_BUCKETS_HUMAN = [30, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200];
@@ -168,8 +173,27 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
   });
 
+  const kubeSeconds = new Histogram({
+    name: 'prestart_gate_kube_request_duration_seconds',
+    help: "Apiserver requests of the gate, from its side (connection pool and network included), by the apiserver's verb and resource",
+    labelNames: ['verb', 'resource'] as const,
+    buckets: SECOND_BUCKETS_KUBE,
+    registers,
+  });
+  const kubeRequests = new Counter({
+    name: 'prestart_gate_kube_requests_total',
+    help: 'Apiserver requests of the gate by verb, resource and HTTP status (0: no answer, e.g. a timeout)',
+    labelNames: ['verb', 'resource', 'code'] as const,
+    registers,
+  });
+
   return {
     registry,
+    kubeRequest: (method, path, status, seconds) => {
+      const { verb, resource } = kubeRequestKind(method, path);
+      kubeSeconds.observe({ verb, resource }, seconds);
+      kubeRequests.inc({ verb, resource, code: String(status) });
+    },
     reconciles: new Counter({ name: 'prestart_gate_reconciles_total', help: 'Revision reconciles', labelNames: ['result'], registers }),
     reconcileSeconds: new Histogram({
       name: 'prestart_gate_reconcile_seconds',

@@ -120,6 +120,14 @@ test.serial('a scripted run reads back from Prometheus as it happened', async (t
   t.true((oldest[0]?.value ?? -1) > 0, 'the oldest hold has an age');
   const admissions = await prom.query('prestart_gate_admission_duration_seconds_count{webhook="revisions"}');
   t.true((admissions[0]?.value ?? 0) >= 5, 'every Revision create went through the timed webhook');
+  // The gate's own apiserver calls: a create for each of the five runs, and the releases' patches.
+  const calls = async (verb: string, resource: string) =>
+    (await prom.query(`sum(prestart_gate_kube_request_duration_seconds_count{verb="${verb}",resource="${resource}"})`))[0]?.value ?? 0;
+  t.true((await calls('create', 'prestartruns')) >= 5, 'every run create is timed');
+  t.true((await calls('update', 'prestartruns/status')) >= 4, 'the replies recorded are timed');
+  t.true((await calls('patch', 'revisions')) >= 3, 'the three releases are timed');
+  const created = await prom.query('prestart_gate_kube_requests_total{verb="create",resource="prestartruns",code="201"}');
+  t.true((created[0]?.value ?? 0) >= 5, 'and counted with the status the apiserver answered');
   t.is((await prom.query('prestart_gate_workqueue_depth')).length, 1);
   t.true(((await prom.query('prestart_gate_workqueue_adds_total'))[0]?.value ?? 0) > 0);
 });
