@@ -116,3 +116,9 @@ export function histogram(text: string, metric: string, labels: RegExp): { sum: 
   }
   return { sum, count };
 }
+
+/** Mean milliseconds per observation between two readings of one histogram; NaN when nothing was observed. */
+export function meanMsBetween(before: { sum: number; count: number }, after: { sum: number; count: number }): number {
+  const count = after.count - before.count;
+  return count > 0 ? ((after.sum - before.sum) / count) * 1000 : Number.NaN;
+}

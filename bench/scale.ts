@@ -54,7 +54,7 @@ import type { ReceivedRequest } from '../devcluster/gate/hook-server.ts';
 import { asyncReply, syncReply } from '../devcluster/gate/replies.ts';
 import { freePorts } from '../devcluster/ports.ts';
 import { waitFor } from '../devcluster/wait.ts';
-import { controlPlaneMemory, histogram, load, memoryKiB, summarize, table } from './_common.ts';
+import { controlPlaneMemory, histogram, load, meanMsBetween, memoryKiB, summarize, table } from './_common.ts';
 import {
   apiPath,
   deploymentEnv,
@@ -551,11 +551,11 @@ try {
   const wg = summarize(gatedMs);
   const wp = summarize(plainMs);
   const reviewsAfter = await gateReviewTime();
-  const gateMean = ((reviewsAfter.sum - reviewsBefore.sum) / (reviewsAfter.count - reviewsBefore.count)) * 1000;
+  const gateMean = meanMsBetween(reviewsBefore, reviewsAfter);
   const apiserverAfter = await apiserverTimes();
   const perCall = (k: keyof typeof apiserverAfter) => {
     const calls = apiserverAfter[k].count - apiserverBefore[k].count;
-    return calls > 0 ? `${(((apiserverAfter[k].sum - apiserverBefore[k].sum) / calls) * 1000).toFixed(2)} ms x ${calls}` : 'none';
+    return calls > 0 ? `${meanMsBetween(apiserverBefore[k], apiserverAfter[k]).toFixed(2)} ms x ${calls}` : 'none';
   };
   say(
     `  the apiserver's account (mean per call, from its histograms): webhook calls ${perCall('webhook')} (the gate's own time in each: below); ` +

@@ -32,7 +32,7 @@ import { condition, firstSighting, Knative, type KnativeObject, watchCollection 
 import { startKnativeEventing } from '../devcluster/knative-eventing.ts';
 import { startKnativeServing } from '../devcluster/knative-serving.ts';
 import { freePorts } from '../devcluster/ports.ts';
-import { histogram } from './_common.ts';
+import { histogram, meanMsBetween } from './_common.ts';
 
 const args = process.argv.slice(2);
 const roundsFlag = args.indexOf('--rounds');
@@ -101,7 +101,6 @@ async function writeTimes(): Promise<{ gate: Timed[]; apiserver: Timed[] }> {
     }),
   };
 }
-const meanMs = (a: Timed, b: Timed) => (b.count > a.count ? ((b.sum - a.sum) / (b.count - a.count)) * 1000 : Number.NaN);
 
 const revisions = await watchCollection<KnativeObject>(env.admin, `/apis/serving.knative.dev/v1/namespaces/${env.namespace}/revisions`);
 const deployments = await watchCollection<KnativeObject>(env.admin, `/apis/apps/v1/namespaces/${env.namespace}/deployments`);
@@ -230,8 +229,8 @@ try {
   say("The writes a held Revision needs, in this order (mean over the rounds, as the gate timed them; the apiserver's own time beside):");
   let floor = 0;
   for (const [i, w] of WRITES.entries()) {
-    const gate = meanMs(writesBefore.gate[i] as Timed, writesAfter.gate[i] as Timed);
-    const server = meanMs(writesBefore.apiserver[i] as Timed, writesAfter.apiserver[i] as Timed);
+    const gate = meanMsBetween(writesBefore.gate[i] as Timed, writesAfter.gate[i] as Timed);
+    const server = meanMsBetween(writesBefore.apiserver[i] as Timed, writesAfter.apiserver[i] as Timed);
     floor += gate;
     say(`  ${`${w.verb} ${w.resource}`.padEnd(30)} ${ms(gate)}   (apiserver ${ms(server)})   ${w.what}`);
   }
