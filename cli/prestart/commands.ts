@@ -1,5 +1,6 @@
 // `kn prestart list | get | why | retry | plan | release`: a person's view of held Revisions and the
-// admin's controls, in the habits of `kubectl argo rollouts`. These commands read PrestartRuns and
+// admin's controls, in the habits of `kubectl argo rollouts`, with the flags kn and kubectl users
+// type by habit (-n, -A, -o json|yaml, --as, --as-group). These commands read PrestartRuns and
 // write annotations only (never a spec, so a GitOps tool has nothing to revert); the gate does
 // the rest. The text comes from render.ts (pure, unit-tested).
 import { readFile } from 'node:fs/promises';
@@ -17,7 +18,7 @@ import { errorLine, isNotFound, statusOf } from '../../api/kube-errors.ts';
 import { HOOKS, type HookObject, RUNS, type RunObject, toHook } from '../../api/resources.ts';
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, RETRY_ANNOTATION } from '../../api/types.ts';
 import { runStatusOf } from '../../gate/core/index.ts';
-import { loadKubeConfig } from '../../hooks/builtin/common/kube.ts';
+import { cliKubeConfig } from './kubeconfig.ts';
 import { renderPlan, type ServiceLike } from './plan.ts';
 import { renderRunList, renderRunTree, whyParagraph } from './render.ts';
 
@@ -38,14 +39,32 @@ const processIo: PrestartIo = {
 interface Common {
   namespace?: string;
   kubeconfig?: string;
+  as?: string;
+  asGroup?: string[];
+}
+
+type OutputFormat = 'json' | 'yaml';
+interface Output {
+  output?: OutputFormat;
 }
 
 const gvp = { group: RUNS.group, version: RUNS.version, plural: RUNS.plural };
 
 function target(o: Common): { kc: KubeConfig; api: CustomObjectsApi; namespace: string } {
-  const kc = loadKubeConfig(o.kubeconfig);
+  const kc = cliKubeConfig(o.kubeconfig, { as: o.as, asGroup: o.asGroup });
   const namespace = o.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   return { kc, api: kc.makeApiClient(CustomObjectsApi), namespace };
+}
+
+function outputFormat(value: string): OutputFormat {
+  if (value === 'json' || value === 'yaml') return value;
+  throw new InvalidArgumentError(`unknown output format "${value}": json or yaml (the default is the table)`);
+}
+
+/** An object as `kubectl get -o json|yaml` prints it: without managedFields. */
+function printed(obj: unknown, format: OutputFormat): string {
+  const text = JSON.stringify(obj, (key, value) => (key === 'managedFields' ? undefined : value), 2);
+  return format === 'json' ? text : yaml.dump(JSON.parse(text), { noRefs: true, lineWidth: -1 }).trimEnd();
 }
 
 /** A run as the gate reads it: a just-started run's status is implied by spec.startedAt until stored. */
@@ -89,39 +108,59 @@ function withErrors(io: PrestartIo, action: () => Promise<void>): Promise<void> 
 const RECENT_MS = 60 * 60 * 1000;
 
 export function registerPrestartCommands(program: Command, io: PrestartIo = processIo): void {
+  const repeat = (value: string, previous: string[] = []) => [...previous, value];
   const common = (c: Command) =>
     c
       .option('-n, --namespace <ns>', "the Revision's namespace (default: the kubeconfig context's, else default)")
-      .option('--kubeconfig <path>', 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, then in-cluster)');
+      .option('--kubeconfig <path>', 'kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, then in-cluster)')
+      .option('--as <user>', 'act as this user (impersonation, as kubectl --as: needs the verb impersonate)')
+      .option('--as-group <group>', 'with --as: act as a member of this group (once)', repeat);
+  const output = (c: Command) => c.option('-o, --output <format>', 'json or yaml instead of the table', outputFormat);
 
   common(
-    program
-      .command('list')
-      .description('held and recent PrestartRuns across namespaces (held first); -n for one namespace')
-      .option('--all', 'also runs released more than an hour ago'),
-  ).action((o: Common & { all?: boolean }) =>
+    output(
+      program
+        .command('list')
+        .description('held and recent PrestartRuns in the namespace (held first); -A for every namespace')
+        .option('-A, --all-namespaces', 'in every namespace')
+        .option('--all', 'also runs released more than an hour ago'),
+    ),
+  ).action((o: Common & Output & { all?: boolean; allNamespaces?: boolean }) =>
     withErrors(io, async () => {
-      const { api } = target(o);
+      if (o.allNamespaces && o.namespace !== undefined) throw new InvalidArgumentError('give -n NAMESPACE or -A, not both');
+      const { api, namespace } = target(o);
       const list = (
-        o.namespace ? await api.listNamespacedCustomObject({ ...gvp, namespace: o.namespace }) : await api.listClusterCustomObject(gvp)
+        o.allNamespaces ? await api.listClusterCustomObject(gvp) : await api.listNamespacedCustomObject({ ...gvp, namespace })
       ) as { items: RunObject[] };
       list.items = list.items.map(withStatus);
       const now = io.now();
       const shown = list.items.filter((r) => o.all || r.status?.phase !== 'Released' || now.getTime() - releasedAt(r) < RECENT_MS);
-      io.out(shown.length === 0 ? 'No held or recent PrestartRuns.' : renderRunList(shown, now));
+      if (o.output) {
+        io.out(printed({ apiVersion: 'v1', kind: 'List', items: shown }, o.output));
+        return;
+      }
+      const where = o.allNamespaces ? '' : ` in ${namespace} (-A: every namespace)`;
+      io.out(shown.length === 0 ? `No held or recent PrestartRuns${where}.` : renderRunList(shown, now));
     }),
   );
 
   common(
-    program
-      .command('get')
-      .description("a Revision's hooks as a tree: phase, progress, deadline, last message, details")
-      .argument('<revision>', 'the Revision, e.g. checkout-00002')
-      .option('-w, --watch', 'redraw as it changes, until the run is released, failed or cancelled (Ctrl-C to stop)'),
-  ).action((revision: string, o: Common & { watch?: boolean }) =>
+    output(
+      program
+        .command('get')
+        .description("a Revision's hooks as a tree: phase, progress, deadline, last message, details")
+        .argument('<revision>', 'the Revision, e.g. checkout-00002')
+        .option('-w, --watch', 'redraw as it changes, until the run is released, failed or cancelled (Ctrl-C to stop)'),
+    ),
+  ).action((revision: string, o: Common & Output & { watch?: boolean }) =>
     withErrors(io, async () => {
+      if (o.watch && o.output) throw new InvalidArgumentError('-w redraws the tree: give it without -o');
       const { api, namespace } = target(o);
       let run = await readRun(api, namespace, revision);
+      if (o.output) {
+        io.out(printed(run, o.output));
+        return;
+      }
       if (!o.watch) {
         io.out(renderRunTree(run, io.now()));
         return;

@@ -1,12 +1,14 @@
 // `kn prestart list | why | retry | release --force` against the real local control plane and a
-// gate: what a person reads about a held Revision, the retry that re-runs its failed hook, and
-// the audited break glass that only a cluster-wide grant of the verb force-release may use.
+// gate: what a person reads about a held Revision, the retry that re-runs its failed hook, the
+// audited break glass that only a cluster-wide grant of the verb force-release may use, and the
+// flags kn and kubectl users type by habit (-A, -o json|yaml, --as, --as-group).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { Command } from 'commander';
+import yaml from 'js-yaml';
 import { RUNS } from '../../../api/resources.ts';
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, PRESTART_CONDITION } from '../../../api/types.ts';
 import { registerPrestartCommands } from '../../../cli/prestart/commands.ts';
@@ -97,7 +99,7 @@ async function failedRevision(name: string): Promise<void> {
 
 test.serial('list and why say which hook holds the Revision and how to retry; retry re-runs it and the Revision starts', async (t) => {
   await failedRevision('retry-00001');
-  const list = await prestart(['list']);
+  const list = await prestart(['list', '-A']);
   t.is(list.code, 0);
   t.regex(list.out, new RegExp(`^${env.namespace} +retry-00001 +Failed +0/1 +\\S+ +${hookName} Failed: quota exceeded$`, 'm'));
 
@@ -205,6 +207,58 @@ test.serial(
     t.regex(why.out, /is not held: it was released at .* \(force-released by .*-oncall: INC-42: check is broken\)/);
   },
 );
+
+test.serial('kubectl habits: -n and -A, -o json|yaml, --as and --as-group act as another user', async (t) => {
+  await failedRevision('habits-00001');
+  const row = new RegExp(`^${env.namespace} +habits-00001 +Failed `, 'm');
+  // kn's default is the context's namespace (default here); -n names one, -A takes them all.
+  const inDefault = await prestart(['list']);
+  t.is(inDefault.code, 0);
+  t.notRegex(inDefault.out, row);
+  t.regex(inDefault.out, /^No held or recent PrestartRuns in default \(-A: every namespace\)\.$/m);
+  t.regex((await prestart(['list', '-n', env.namespace])).out, row);
+  t.regex((await prestart(['list', '--all-namespaces'])).out, row);
+  const both = await prestart(['list', '-A', '-n', env.namespace]);
+  t.is(both.code, 1);
+  t.regex(both.out, /give -n NAMESPACE or -A, not both/);
+
+  // -o json|yaml: the objects as the apiserver has them (no managedFields), for jq and scripts.
+  const json = await prestart(['list', '-A', '-o', 'json']);
+  t.is(json.code, 0, json.out);
+  const listed = JSON.parse(json.out) as { kind: string; items: Array<{ metadata: { name: string; managedFields?: unknown } }> };
+  t.is(listed.kind, 'List');
+  const item = listed.items.find((i) => i.metadata.name === 'habits-00001');
+  t.truthy(item, 'the run is in the JSON list');
+  t.is(item?.metadata.managedFields, undefined);
+  const got = yaml.load((await prestart(['get', 'habits-00001', '-n', env.namespace, '-o', 'yaml'])).out) as {
+    kind: string;
+    status: { phase: string; hooks: Array<{ name: string; message: string }> };
+  };
+  t.is(got.kind, 'PrestartRun');
+  t.like(got.status, { phase: 'Failed' });
+  t.like(got.status.hooks[0], { name: hookName, message: 'quota exceeded' });
+  const bad = await prestart(['get', 'habits-00001', '-n', env.namespace, '-o', 'wide']);
+  t.is(bad.code, 1);
+
+  // --as: the admin acts as the namespace owner (who may read runs in their namespace only) and
+  // as a stranger (who may read none): the apiserver decides, as for kubectl --as.
+  const asOwner = await prestart(['list', '-n', env.namespace, '--as', `${env.instance}-tenant`]);
+  t.is(asOwner.code, 0, asOwner.out);
+  t.regex(asOwner.out, row);
+  const ownerEverywhere = await prestart(['list', '-A', '--as', `${env.instance}-tenant`]);
+  t.is(ownerEverywhere.code, 1);
+  t.regex(ownerEverywhere.out, new RegExp(`${env.instance}-tenant.* cannot list resource "prestartruns"`));
+  const stranger = await prestart(['why', 'habits-00001', '-n', env.namespace, '--as', 'nobody', '--as-group', 'system:authenticated']);
+  t.is(stranger.code, 1);
+  t.regex(stranger.out, /"nobody" cannot get resource "prestartruns"/);
+  // The tenant cannot impersonate anyone.
+  const noRight = await prestart(['list', '-n', env.namespace, '--as', 'admin'], tenantConfig);
+  t.is(noRight.code, 1);
+  t.regex(noRight.out, /cannot impersonate resource "users"/);
+  const groupAlone = await prestart(['list', '--as-group', 'system:masters']);
+  t.is(groupAlone.code, 1);
+  t.regex(groupAlone.out, /--as-group needs --as USER/);
+});
 
 test.serial('plan -f: the hooks a new Revision of the Service in the file would get, from the cluster’s PrestartHooks', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'plan-'));
