@@ -163,8 +163,12 @@ test('a namespace owner cannot write a PrestartRun’s status', async (t) => {
 });
 
 /** What a tenant would write as `<revision>-deployment`; Knative's own labels, for a Revision it adopts. */
-function tenantDeployment(name: string, uid: string, opts: { owner?: V1OwnerReference; labels?: Record<string, string> }): V1Deployment {
-  const labels = { 'serving.knative.dev/revision': name, 'serving.knative.dev/revisionUID': uid };
+function tenantDeployment(
+  name: string,
+  uid: string,
+  opts: { owner?: V1OwnerReference; labels?: Record<string, string>; podLabels?: Record<string, string> },
+): V1Deployment {
+  const labels = opts.podLabels ?? { 'serving.knative.dev/revision': name, 'serving.knative.dev/revisionUID': uid };
   return {
     metadata: {
       name: `${name}-deployment`,
@@ -173,7 +177,7 @@ function tenantDeployment(name: string, uid: string, opts: { owner?: V1OwnerRefe
     },
     spec: {
       replicas: 1,
-      selector: { matchLabels: { 'serving.knative.dev/revisionUID': uid } },
+      selector: { matchLabels: labels },
       template: { metadata: { labels }, spec: { containers: [{ name: 'user-container', image: 'dev.local/not-what-the-hooks-saw:v1' }] } },
     },
   };
@@ -232,9 +236,10 @@ test('a namespace owner cannot pre-create the held Revision’s Deployment for K
     );
   }
 
-  // A Deployment of their own, neither controlled by a Revision nor hashed, is theirs to make;
-  // making it the Revision's afterwards is refused like creating it so.
-  t.is(await create(tenantDeployment('adopt-00001', uid, {})), undefined, 'a plain Deployment is allowed');
+  // A Deployment of their own, neither controlled nor hashed, whose pods do not carry the
+  // Revision's labels, is theirs to make; making it the Revision's afterwards is refused like
+  // creating it so (test/integration/security/knative-writes.test.ts tries every other shape).
+  t.is(await create(tenantDeployment('adopt-00001', uid, { podLabels: { app: 'mine' } })), undefined, 'a plain Deployment is allowed');
   const adopt = await refusal(
     apps.patchNamespacedDeployment(
       {

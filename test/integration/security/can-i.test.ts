@@ -3,8 +3,10 @@
 // as installed, the job and secret hooks bound in one tenant namespace the way
 // config/600-builtin-hooks.yaml says. The questions are those the hold rests on: who may read
 // the key that signs releases, approve, release, make a Revision's Deployment, run Jobs where,
-// read Secrets where, and write PrestartRuns. Where a policy narrows what RBAC allows, the row
-// says so (the policies' own tests perform those writes).
+// read Secrets where, write PrestartRuns, and write the status Knative acts on. Where a policy
+// narrows what RBAC allows, the row says so (the policies' own tests perform those writes). The
+// namespace editor holds `edit` with Knative Serving's own editor rules, as Knative's install
+// aggregates them into it (./_knative-editor.ts).
 import { randomBytes } from 'node:crypto';
 import { AuthorizationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ResourceAttributes } from '@kubernetes/client-node';
 import test from 'ava';
@@ -14,12 +16,15 @@ import { KNATIVE_CONTROLLER_USER } from '../../../devcluster/knative-serving.ts'
 import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
 import { WEBHOOK_CERT_SECRET } from '../../../gate/webhooks/certs.ts';
 import { bindHooksIn, installBuiltinConfig } from '../builtin/_support.ts';
+import { bindKnativeEditor } from './_knative-editor.ts';
 
 const SA_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart'];
 const suffix = randomBytes(3).toString('hex');
 const tenantNs = `can-i-${suffix}`;
 const otherNs = `can-i-other-${suffix}`;
 const approverBinding = `can-i-approver-${suffix}`;
+const knativeEditRole = `can-i-knative-edit-${suffix}`;
+let dropKnativeEdit: () => Promise<void> = async () => {};
 
 type Identity = 'gate' | 'job hook' | 'secret hook' | 'approval hook' | 'ns editor' | 'ns * role' | 'approver';
 const IDENTITIES: Identity[] = ['gate', 'job hook', 'secret hook', 'approval hook', 'ns editor', 'ns * role', 'approver'];
@@ -114,6 +119,21 @@ const QUESTIONS: Question[] = [
     allowed: ['gate', 'ns * role'],
   },
   {
+    what: 'patch Revision status in the tenant namespace (policy prestart-knative-status: only with write or release above)',
+    attrs: { group: 'serving.knative.dev', resource: 'revisions', subresource: 'status', verb: 'patch', namespace: tenantNs },
+    allowed: ['gate', 'ns editor', 'ns * role'],
+  },
+  {
+    what: 'update Revision status in the tenant namespace (same policy; Knative grants editors serving.knative.dev *)',
+    attrs: { group: 'serving.knative.dev', resource: 'revisions', subresource: 'status', verb: 'update', namespace: tenantNs },
+    allowed: ['ns editor', 'ns * role'],
+  },
+  {
+    what: 'update Configuration status in the tenant namespace (same policy)',
+    attrs: { group: 'serving.knative.dev', resource: 'configurations', subresource: 'status', verb: 'update', namespace: tenantNs },
+    allowed: ['ns editor', 'ns * role'],
+  },
+  {
     what: 'create PrestartHooks (what every matching Revision waits for)',
     attrs: { group: 'prestart.dev', resource: 'prestarthooks', verb: 'create' },
     allowed: [],
@@ -138,15 +158,9 @@ test.before(async () => {
   for (const name of [tenantNs, otherNs]) await core.createNamespace({ body: { metadata: { name } } });
   await bindHooksIn(admin, tenantNs);
   const user = (name: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name });
-  // The namespace editor: Kubernetes' own `edit`, which aggregates knative-prestart-edit.
-  await rbac.createNamespacedRoleBinding({
-    namespace: tenantNs,
-    body: {
-      metadata: { name: 'editor' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [user('can-i-editor')],
-    },
-  });
+  // The namespace editor: Kubernetes' own `edit`, which aggregates knative-prestart-edit, and
+  // Knative Serving's editor rules.
+  dropKnativeEdit = await bindKnativeEditor(admin, tenantNs, 'can-i-editor', knativeEditRole);
   // The namespace owner of tenant.test.ts, widened to everything: verbs, resources and groups `*`.
   await rbac.createNamespacedRole({
     namespace: tenantNs,
@@ -187,6 +201,7 @@ test.after.always(async () => {
     .makeApiClient(RbacAuthorizationV1Api)
     .deleteClusterRoleBinding({ name: approverBinding })
     .catch(() => undefined);
+  await dropKnativeEdit();
   for (const name of [tenantNs, otherNs])
     await admin
       .makeApiClient(CoreV1Api)

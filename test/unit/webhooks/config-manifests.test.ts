@@ -64,7 +64,13 @@ test('a PrestartHook left at its defaults waits 10m, resends every 30s, fails cl
 });
 
 test('each policy fails closed and is bound to deny', (t) => {
-  for (const name of ['prestart-hold-deployments', 'prestart-protect-revisions', 'prestart-protect-runs', 'prestart-stamp-revisions']) {
+  for (const name of [
+    'prestart-hold-deployments',
+    'prestart-protect-revisions',
+    'prestart-protect-runs',
+    'prestart-stamp-revisions',
+    'prestart-knative-status',
+  ]) {
     t.is(get(find('ValidatingAdmissionPolicy', name), 'spec.failurePolicy'), 'Fail', name);
     const binding = find('ValidatingAdmissionPolicyBinding', name);
     t.is(get(binding, 'spec.policyName'), name);
@@ -76,7 +82,7 @@ test("the gate's identity holds the verb the policies ask the authorizer for", (
   const rules = get(find('ClusterRole', 'knative-prestart-gate'), 'rules') as { resources: string[]; verbs: string[] }[];
   t.true(rules.some((r) => r.resources.includes('prestartruns') && r.verbs.includes('release')));
   const policies = readFileSync(new URL('200-hold-policy.yaml', dir), 'utf8');
-  t.is(policies.match(/resource\('prestartruns'\)\.check\('release'\)/g)?.length, 2);
+  t.is(policies.match(/resource\('prestartruns'\)\.check\('release'\)/g)?.length, 3);
   const binding = find('ClusterRoleBinding', 'knative-prestart-gate');
   t.deepEqual(get(binding, 'subjects'), [{ kind: 'ServiceAccount', name: 'knative-prestart-gate', namespace: 'knative-prestart' }]);
   t.is(get(find('Deployment', 'knative-prestart-gate'), 'spec.template.spec.serviceAccountName'), 'knative-prestart-gate');
