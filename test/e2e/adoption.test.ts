@@ -12,8 +12,20 @@
 // computed from the released Revision: the attempt was the real one. A control then shows what
 // the policy stops: with its binding removed for a moment, Knative adopts the same Deployment and
 // reports the held Revision Ready.
+//
+// Then issue 20's attacks, each with a control where it proves the policy is what stops it:
+// - R1: `<revision>-deployment` controlled by the held Revision's uid under a foreign apiVersion
+//   or another kind, no hash label, and prestart.dev/hold "false" (or "", or "TRUE"): Knative
+//   compares the uid only and, updating, keeps the tenant's label (mergeMetadata). Refused at
+//   create; with the policies unbound for that create, Knative takes it over while held.
+// - R2: a tenant writing revisions/status (containerStatuses[].imageDigest, which Knative runs)
+//   or configurations/status: refused by prestart-knative-status; unbound, Knative's Deployment
+//   runs the tenant's digest.
+// - R3: on a released Revision's Deployment, removing the controller ownerReference and hash
+//   label while changing the image, in one update or in two: refused.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -23,7 +35,9 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  PatchStrategy,
   RbacAuthorizationV1Api,
+  setHeaderOptions,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import test from 'ava';
@@ -231,3 +245,379 @@ test.serial('control: with the policy unbound, Knative adopts the same Deploymen
   );
   t.is(svc.status?.latestReadyRevisionName, 'shop-00002', 'the Service routes to the held Revision: the hooks were skipped');
 });
+
+// Issue 20.
+
+const TENANT_DIGEST = `dev.local/unscanned@sha256:${'e'.repeat(64)}`;
+const SERVING = { group: 'serving.knative.dev', version: 'v1' };
+const patchAs = (strategy: string) => setHeaderOptions('Content-Type', strategy);
+
+/** The apiserver's refusal of `write` (code and message), or undefined when it was accepted. */
+async function refusal(write: Promise<unknown>): Promise<{ code: number; message: string } | undefined> {
+  return write.then(
+    () => undefined,
+    (e: unknown) => {
+      if (!(e instanceof ApiException)) throw e;
+      const body = typeof e.body === 'string' ? (JSON.parse(e.body) as { message?: string }) : (e.body as { message?: string });
+      return { code: e.code, message: body?.message ?? String(e.body) };
+    },
+  );
+}
+
+/** A Service whose first Revision the scan hook holds (Knative's Deployment refused), and the hook's request for it. */
+async function heldService(name: string): Promise<{ held: KnativeObject; request: ReceivedRequest }> {
+  await kn.createService(name, { annotations: { scan: 'yes' } });
+  const held = await revision(
+    `${name}-00001`,
+    'held, and Knative’s Deployment refused',
+    (r) => isHeld(r) && condition(r, 'ResourcesAvailable')?.reason === 'Deploying',
+  );
+  const request = await waitFor(() => hook.requests.find((r) => r.data.revision.name === `${name}-00001`), {
+    what: `the scan hook’s request for ${name}-00001`,
+  });
+  return { held, request };
+}
+
+/** A Service whose first Revision the hook released and Knative made Ready, with Knative's Deployment. */
+async function releasedService(name: string): Promise<{ rev: KnativeObject; deployment: V1Deployment }> {
+  const { request } = await heldService(name);
+  const response = await asyncReply(request, 'succeeded', { message: 'scanned' });
+  if (!response.ok) throw new Error(`the sink refused the reply (HTTP ${response.status})`);
+  const rev = await revision(`${name}-00001`, 'Ready=True', (r) => !isHeld(r) && condition(r, 'Ready')?.status === 'True', 60_000);
+  const deployment = await env.apps.readNamespacedDeployment({ name: `${name}-00001-deployment`, namespace: env.namespace });
+  return { rev, deployment };
+}
+
+/** R1's Deployment: `<revision>-deployment` controlled by the Revision's uid under `owner`, pods of the tenant's own labels. */
+function foreignDeployment(rev: KnativeObject, owner: { apiVersion: string; kind: string }, labels: Record<string, string>): V1Deployment {
+  const name = rev.metadata?.name ?? '';
+  // A selector on a label outside knative.dev/: Knative's update keeps it on the pods (mergeMetadata).
+  const pods = { 'tenant-pods': name };
+  return {
+    metadata: {
+      name: `${name}-deployment`,
+      labels,
+      ownerReferences: [{ ...owner, name, uid: rev.metadata?.uid ?? '', controller: true }],
+    },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: pods },
+      template: { metadata: { labels: pods }, spec: { containers: [{ name: 'user-container', image: 'dev.local/unscanned:v1' }] } },
+    },
+  };
+}
+
+const podAutoscaler = (name: string) =>
+  env.admin
+    .makeApiClient(CustomObjectsApi)
+    .getNamespacedCustomObject({
+      group: 'autoscaling.internal.knative.dev',
+      version: 'v1alpha1',
+      plural: 'podautoscalers',
+      namespace: env.namespace,
+      name,
+    })
+    .then(
+      () => true,
+      (err: unknown) => (err instanceof ApiException && err.code === 404 ? false : Promise.reject(err)),
+    );
+
+const deploymentExists = (name: string) =>
+  env.apps.readNamespacedDeployment({ name, namespace: env.namespace }).then(
+    () => true,
+    (err: unknown) => (err instanceof ApiException && err.code === 404 ? false : Promise.reject(err)),
+  );
+
+/** How often Knative's revision reconciler has logged a reconcile of `name` (its JSON lines name the key). */
+async function reconciles(name: string): Promise<number> {
+  return (await readFile(serving.controllerLog, 'utf8'))
+    .split('\n')
+    .filter(
+      (l) =>
+        l.includes(`"knative.dev/key":"${env.namespace}/${name}"`) && l.includes('serving.knative.dev.Revision') && l.includes('Reconcile'),
+    ).length;
+}
+
+/** Wakes Knative for Revision `name` (a label it copies, as a tenant may write) and waits until it reconciled it. */
+async function pokeAndWait(name: string, value: string): Promise<void> {
+  const before = await reconciles(name);
+  await tenant
+    .makeApiClient(CustomObjectsApi)
+    .patchNamespacedCustomObject(
+      { ...SERVING, plural: 'revisions', namespace: env.namespace, name, body: { metadata: { labels: { poke: value } } } },
+      patchAs(PatchStrategy.MergePatch),
+    );
+  await waitFor(async () => (await reconciles(name)) > before || undefined, {
+    timeoutMs: 60_000,
+    what: `Knative to reconcile Revision ${name} again (${serving.controllerLog})`,
+  });
+}
+
+/** Whether the apiserver refuses the tenant a hold label on a Deployment now (a dry run). */
+const holdPolicyRefuses = () =>
+  refusal(
+    tenant.makeApiClient(AppsV1Api).createNamespacedDeployment({
+      namespace: env.namespace,
+      dryRun: 'All',
+      body: {
+        ...foreignDeployment(
+          { metadata: { name: 'probe', uid: 'probe' } },
+          { apiVersion: 'example.com/v1', kind: 'Foo' },
+          { 'prestart.dev/hold': 'false' },
+        ),
+        metadata: { name: 'hold-probe', labels: { 'prestart.dev/hold': 'false' } },
+      },
+    }),
+  ).then((r) => r?.code === 403);
+
+/** A tenant's status write to a Knative object (merge patch of the status subresource, as `kubectl patch --subresource=status`). */
+const tenantStatus = (plural: string, name: string, status: object, dryRun?: boolean) =>
+  refusal(
+    tenant
+      .makeApiClient(CustomObjectsApi)
+      .patchNamespacedCustomObjectStatus(
+        { ...SERVING, plural, namespace: env.namespace, name, body: { status }, ...(dryRun ? { dryRun: 'All' } : {}) },
+        patchAs(PatchStrategy.MergePatch),
+      ),
+  );
+
+const userImage = (d: V1Deployment | undefined) => d?.spec?.template.spec?.containers.find((c) => c.name === 'user-container')?.image;
+
+test.serial(
+  'R1: a Deployment controlled by the held Revision’s uid under a foreign apiVersion or kind, or with any hold value, is refused; Knative gets nothing',
+  async (t) => {
+    const { held } = await heldService('foreign');
+    const name = 'foreign-00001';
+    const apps = tenant.makeApiClient(AppsV1Api);
+    const byRevisionPolicy = `${TENANT} may not create Deployment ${name}-deployment for`;
+    const attempts: [string, V1Deployment, RegExp][] = [
+      [
+        'kind Revision under example.com/v1, no hash label, hold "false" (the review’s R1)',
+        foreignDeployment(held, { apiVersion: 'example.com/v1', kind: 'Revision' }, { 'prestart.dev/hold': 'false' }),
+        // Both policies refuse it; the apiserver names the first it evaluated.
+        new RegExp(
+          `ValidatingAdmissionPolicy '(prestart-revision-deployments|prestart-hold-deployments)'.*${TENANT} may not create Deployment ${name}-deployment`,
+        ),
+      ],
+      [
+        'kind Revision under example.com/v1, no hash label, no hold label',
+        foreignDeployment(held, { apiVersion: 'example.com/v1', kind: 'Revision' }, {}),
+        new RegExp(
+          `ValidatingAdmissionPolicy 'prestart-revision-deployments'.*${byRevisionPolicy} Revision ${name}: only Knative Serving makes a Revision's Deployment`,
+        ),
+      ],
+      [
+        'kind Foo with the Revision’s uid',
+        foreignDeployment(held, { apiVersion: 'example.com/v1', kind: 'Foo' }, {}),
+        new RegExp(
+          `ValidatingAdmissionPolicy 'prestart-revision-deployments'.*${byRevisionPolicy} a Revision: only Knative Serving makes a Revision's Deployment`,
+        ),
+      ],
+    ];
+    for (const value of ['false', '', 'TRUE']) {
+      attempts.push([
+        `kind Foo with the Revision’s uid, hold "${value}"`,
+        foreignDeployment(held, { apiVersion: 'example.com/v1', kind: 'Foo' }, { 'prestart.dev/hold': value }),
+        new RegExp(
+          `ValidatingAdmissionPolicy '(prestart-revision-deployments|prestart-hold-deployments)'.*${TENANT} may not create Deployment ${name}-deployment`,
+        ),
+      ]);
+      // Without an owner Knative would refuse it ("not owned"); the label alone is refused anyway.
+      const plain = foreignDeployment(held, { apiVersion: 'v1', kind: 'Foo' }, { 'prestart.dev/hold': value });
+      delete plain.metadata?.ownerReferences;
+      attempts.push([
+        `no owner, hold "${value}"`,
+        plain,
+        new RegExp(
+          `ValidatingAdmissionPolicy 'prestart-hold-deployments'.*${TENANT} may not create Deployment ${name}-deployment with the label prestart.dev/hold="${value}": that label, whatever its value`,
+        ),
+      ]);
+    }
+    for (const [what, body, expected] of attempts) {
+      const refused = await refusal(apps.createNamespacedDeployment({ namespace: env.namespace, body }));
+      t.is(refused?.code, 403, what);
+      t.regex(refused?.message ?? '', expected, what);
+      t.log(`${what}: ${refused?.message}`);
+    }
+
+    // Knative looks again (woken by a label change) and finds nothing to take.
+    await pokeAndWait(name, '1');
+    const still = await kn.revision(name);
+    t.true(isHeld(still), 'still held');
+    t.not(condition(still, 'Ready')?.status, 'True', 'not Ready');
+    t.false(await deploymentExists(`${name}-deployment`), 'no Deployment');
+    t.false(await podAutoscaler(name), 'no PodAutoscaler');
+  },
+);
+
+test.serial(
+  'control R1: with the two Deployment policies unbound for the tenant’s create, Knative takes the foreign-owned Deployment over while held',
+  async (t) => {
+    const name = 'foreign-00001';
+    const held = await kn.revision(name);
+    t.true(isHeld(held));
+    const hold = join(fileURLToPath(new URL('../../config/', import.meta.url)), '200-hold-policy.yaml');
+    const admission = env.admin.makeApiClient(AdmissionregistrationV1Api);
+    const rebind = async () => {
+      await applyManifests(env.admin, hold);
+      await waitFor(async () => (await policyRefuses()) && (await holdPolicyRefuses()), {
+        what: 'the Deployment policies to be back in force',
+      });
+    };
+    t.teardown(rebind);
+    for (const binding of ['prestart-revision-deployments', 'prestart-hold-deployments'])
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: binding });
+    await waitFor(async () => !(await policyRefuses()) && !(await holdPolicyRefuses()), { what: 'the unbound policies to stop refusing' });
+    await tenant.makeApiClient(AppsV1Api).createNamespacedDeployment({
+      namespace: env.namespace,
+      body: foreignDeployment(held as KnativeObject, { apiVersion: 'example.com/v1', kind: 'Revision' }, { 'prestart.dev/hold': 'false' }),
+    });
+    // Back in force before Knative acts: its own update passes them (it holds the verb, and the
+    // label's value stays the tenant's "false"), which is why the create must be refused.
+    await rebind();
+    await pokeAndWait(name, '2');
+    await waitFor(() => podAutoscaler(name), { timeoutMs: 60_000, what: `Knative to create PodAutoscaler ${name} for the held Revision` });
+    const taken = await env.apps.readNamespacedDeployment({ name: `${name}-deployment`, namespace: env.namespace });
+    t.is(taken.metadata?.labels?.['prestart.dev/hold'], 'false', 'Knative kept the tenant’s hold value over the Revision’s "true"');
+    t.is(taken.metadata?.ownerReferences?.[0]?.apiVersion, 'example.com/v1', 'still the foreign owner: Knative compared the uid only');
+    t.truthy(taken.metadata?.labels?.[HASH_LABEL], 'Knative updated it to its own spec (hash label set)');
+    t.is(userImage(taken), 'dev.local/demo/app:v1', 'pods of the held Revision run before its hooks finished');
+    const ready = await revision(name, 'Ready=True while held (taken over)', (r) => condition(r, 'Ready')?.status === 'True', 60_000);
+    t.true(isHeld(ready), 'the gate never released it');
+  },
+);
+
+test.serial(
+  'R2: a tenant cannot write the status Knative acts on (revisions/status digest, configurations/status), held or released',
+  async (t) => {
+    const { rev, deployment } = await releasedService('digest');
+    const name = 'digest-00001';
+    // Knative resolved the containers (dev.local is a registry it skips: no digest, the spec's
+    // image runs); as many statuses as containers, so it will not resolve them again.
+    const statuses = (rev.status as { containerStatuses?: { name?: string; imageDigest?: string }[] } | undefined)?.containerStatuses;
+    t.is(statuses?.length, 1, 'Knative wrote the Revision’s containerStatuses');
+    const made = userImage(deployment);
+    t.is(made, 'dev.local/demo/app:v1', 'Knative’s Deployment runs the image of the Revision');
+    await kn.updateService('digest', { annotations: { scan: 'yes' }, env: { RELEASE: '2' } });
+    // The gate writes its condition on the held Revision's status (its identity holds release).
+    await revision(
+      'digest-00002',
+      'held, with the gate’s condition on its status',
+      (r) => isHeld(r) && condition(r, 'PrestartHooksReady') !== undefined,
+    );
+
+    const swap = { containerStatuses: [{ name: 'user-container', imageDigest: TENANT_DIGEST }] };
+    for (const [plural, target, status, kind] of [
+      ['revisions', name, swap, 'Revision'],
+      ['revisions', 'digest-00002', swap, 'Revision'],
+      ['configurations', 'digest', { latestReadyRevisionName: 'digest-00002' }, 'Configuration'],
+      ['routes', 'digest', { traffic: [{ revisionName: 'digest-00002', percent: 100 }] }, 'Route'],
+    ] as const) {
+      const refused = await tenantStatus(plural, target, status);
+      t.is(refused?.code, 403, `${plural}/${target}`);
+      t.regex(
+        refused?.message ?? '',
+        new RegExp(
+          `ValidatingAdmissionPolicy 'prestart-knative-status'.*${TENANT} may not write the status of ${kind} ${target} in ${env.namespace}: only Knative Serving's controller \\(and the knative-prestart gate\\) write it`,
+        ),
+        `${plural}/${target}`,
+      );
+      t.log(`${plural}/${target}: ${refused?.message}`);
+    }
+    await pokeAndWait(name, '1');
+    t.is(
+      userImage(await env.apps.readNamespacedDeployment({ name: `${name}-deployment`, namespace: env.namespace })),
+      made,
+      'Knative’s Deployment runs what it resolved',
+    );
+    const after = await kn.revision(name);
+    t.is(condition(after, 'Ready')?.status, 'True', 'Knative still writes the released Revision’s status');
+  },
+);
+
+test.serial('control R2: with prestart-knative-status unbound, the tenant’s status digest is what Knative’s Deployment runs', async (t) => {
+  const name = 'digest-00001';
+  const hold = join(fileURLToPath(new URL('../../config/', import.meta.url)), '200-hold-policy.yaml');
+  const statusPolicyRefuses = async () => (await tenantStatus('revisions', name, { observedGeneration: 1 }, true))?.code === 403;
+  t.teardown(async () => {
+    await applyManifests(env.admin, hold);
+    await waitFor(statusPolicyRefuses, { what: 'the policy prestart-knative-status to be back in force' });
+  });
+  await env.admin.makeApiClient(AdmissionregistrationV1Api).deleteValidatingAdmissionPolicyBinding({ name: 'prestart-knative-status' });
+  await waitFor(async () => !(await statusPolicyRefuses()), { what: 'the unbound policy to stop refusing' });
+
+  t.is(
+    await tenantStatus('revisions', name, { containerStatuses: [{ name: 'user-container', imageDigest: TENANT_DIGEST }] }),
+    undefined,
+    'accepted',
+  );
+  const swapped = await waitFor(
+    async () => {
+      const d = await env.apps.readNamespacedDeployment({ name: `${name}-deployment`, namespace: env.namespace });
+      return userImage(d) === TENANT_DIGEST ? d : undefined;
+    },
+    { timeoutMs: 60_000, what: `Knative to update ${name}-deployment to the digest the tenant wrote into the Revision’s status` },
+  );
+  t.is(userImage(swapped), TENANT_DIGEST, 'the released Revision runs an image its hooks never saw');
+});
+
+test.serial(
+  'R3: the Deployment Knative made for a released Revision cannot be relinked and changed, in one update or in two',
+  async (t) => {
+    const { deployment } = await releasedService('relink');
+    const name = 'relink-00001-deployment';
+    const knativeImage = userImage(deployment);
+    const apps = tenant.makeApiClient(AppsV1Api);
+    const expected = new RegExp(
+      `ValidatingAdmissionPolicy 'prestart-revision-deployments'.*${TENANT} may not change Deployment ${name} of Revision relink-00001: only Knative Serving makes a Revision's Deployment or changes its pods`,
+    );
+    const image = 'dev.local/unscanned:v2';
+    const oneUpdate = await refusal(
+      apps.patchNamespacedDeployment(
+        {
+          name,
+          namespace: env.namespace,
+          body: [
+            { op: 'remove', path: '/metadata/ownerReferences' },
+            { op: 'remove', path: `/metadata/labels/${HASH_LABEL.replace('/', '~1')}` },
+            { op: 'replace', path: '/spec/template/spec/containers/0/image', value: image },
+          ],
+        },
+        patchAs(PatchStrategy.JsonPatch),
+      ),
+    );
+    t.is(oneUpdate?.code, 403, 'one update: owner and hash label removed, image changed');
+    t.regex(oneUpdate?.message ?? '', expected);
+    t.log(`one update: ${oneUpdate?.message}`);
+
+    // Two: orphaning without touching the pods is open (the garbage collector orphans so) ...
+    t.is(
+      await refusal(
+        apps.patchNamespacedDeployment(
+          { name, namespace: env.namespace, body: { metadata: { ownerReferences: null, labels: { [HASH_LABEL]: null } } } },
+          patchAs(PatchStrategy.MergePatch),
+        ),
+      ),
+      undefined,
+      'orphaning is allowed',
+    );
+    // ... and Knative, looking again, no longer calls the Deployment the Revision's.
+    await pokeAndWait('relink-00001', '1');
+    await revision('relink-00001', 'ResourcesAvailable=False/NotOwned', (r) => condition(r, 'ResourcesAvailable')?.reason === 'NotOwned');
+    // The orphan's pods still carry the Revision's labels (its selector is immutable): changing them is refused.
+    const twoSteps = await refusal(
+      apps.patchNamespacedDeployment(
+        { name, namespace: env.namespace, body: { spec: { template: { spec: { containers: [{ name: 'user-container', image }] } } } } },
+        patchAs(PatchStrategy.StrategicMergePatch),
+      ),
+    );
+    t.is(twoSteps?.code, 403, 'two updates: the image change after orphaning');
+    t.regex(twoSteps?.message ?? '', expected);
+    t.log(`second step: ${twoSteps?.message}`);
+    t.is(
+      userImage(await env.apps.readNamespacedDeployment({ name, namespace: env.namespace })),
+      knativeImage,
+      'it still runs what Knative made',
+    );
+  },
+);
