@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries from Go modules at pinned versions and caches them
 # outside the repo, so a warm machine skips the build. Prints one clear line on failure.
 #
-#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger]
+#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node]
 #
 # Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
 set -euo pipefail
@@ -260,6 +260,86 @@ build_jaeger() {
   )
 }
 
+# The real node (devcluster/node.ts): kubelet and kube-proxy from the same k8s.io/kubernetes
+# module and work dir as the control plane (so the Go build cache is shared: build after
+# `kubernetes`), CoreDNS from its module under a main of ours, and the pause and test-app images.
+build_node_kubernetes() {
+  local out="$cache/bin/kubernetes-$KUBERNETES_VERSION"
+  [ -x "$out/kubelet" ] && [ -x "$out/kube-proxy" ] && return 0
+  local dir="$work/kubernetes-$KUBERNETES_VERSION"
+  [ -f "$dir/tools.go" ] || build_kubernetes
+  local minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+  (
+    cd "$dir"
+    # The kubelet needs modules the control plane does not (github.com/armon/circbuf, ...).
+    cat > tools_node.go <<GO
+//go:build tools
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
+GO
+    go mod tidy -e >/dev/null 2>&1 || true
+    local pkg=k8s.io/component-base/version
+    local ld="-s -w -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+    ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+    for c in kubelet kube-proxy; do
+      go build -tags tools -trimpath -ldflags "$ld" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c"
+      mv "$out/$c.tmp" "$out/$c"
+    done
+  )
+}
+build_coredns() {
+  local version="$COREDNS_VERSION"
+  local out="$cache/bin/coredns-$version"
+  local dir="$work/coredns-$version"
+  mkdir -p "$dir" "$out"
+  (
+    cd "$dir"
+    [ -f go.mod ] || { go mod init knative-prestart.local/coredns >/dev/null 2>&1 && go get "github.com/coredns/coredns@$version" >/dev/null; }
+  )
+  build_own_main "$dir" "$out" coredns "$here/coredns/main.go"
+}
+# Images from scratch plus one static binary each (ko-style), built with buildah into OCI
+# archives that devcluster/containerd.ts imports: nothing is pulled. Named by a hash of their
+# source, so a changed main.go is a new image.
+build_node_images() {
+  local out="$cache/bin/node-images"
+  local dir="$work/node-images"
+  command -v buildah >/dev/null 2>&1 || die "node images: buildah is not installed (scripts/system-deps.sh installs it)"
+  mkdir -p "$out" "$dir"
+  [ -f "$dir/go.mod" ] || (cd "$dir" && go mod init knative-prestart.local/node-images >/dev/null 2>&1)
+  local name tag ref c
+  for name in pause test-app; do
+    tag="$(sha256sum "$here/node-images/$name/main.go" | cut -c1-12)"
+    ref="dev.local/knative-prestart/$name:$tag"
+    if [ -s "$out/$name.oci.tar" ] && [ "$(cat "$out/$name.ref" 2>/dev/null)" = "$ref" ]; then continue; fi
+    mkdir -p "$dir/$name"
+    cp "$here/node-images/$name/main.go" "$dir/$name/main.go"
+    (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$dir/$name.bin" "./$name")
+    # A storage of our own (vfs: no overlay mounts needed), thrown away after each image.
+    local store="$dir/storage"
+    local -a bah=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
+    c="$("${bah[@]}" from --isolation chroot scratch)"
+    "${bah[@]}" copy "$c" "$dir/$name.bin" "/$name" >/dev/null
+    "${bah[@]}" config --entrypoint "[\"/$name\"]" --cmd '' --user 65534:65534 "$c"
+    rm -f "$out/$name.oci.tar.tmp"
+    "${bah[@]}" commit --format oci "$c" "oci-archive:$out/$name.oci.tar.tmp:$ref" >/dev/null
+    "${bah[@]}" rm "$c" >/dev/null
+    "${bah[@]}" rmi --all >/dev/null 2>&1 || true
+    rm -rf "$store"
+    mv "$out/$name.oci.tar.tmp" "$out/$name.oci.tar"
+    echo "$ref" > "$out/$name.ref"
+  done
+}
+build_node() {
+  build_node_kubernetes
+  build_coredns
+  build_node_images
+}
+
 what="${1:-all}"
 case "$what" in
   kubernetes) step kubernetes build_kubernetes ;;
@@ -270,6 +350,8 @@ case "$what" in
   knative-eventing) step knative-eventing build_knative_eventing ;;
   kn) step kn build_kn ;;
   jaeger) step jaeger build_jaeger ;;
+  node) step node build_node ;;
+  node-images) step node-images build_node_images ;;
   all)
     # Everything a test run uses: the control plane, then what transport and Knative tests run.
     step etcd build_etcd
@@ -279,6 +361,9 @@ case "$what" in
     step knative-serving build_knative_serving
     step knative-eventing build_knative_eventing
     step jaeger build_jaeger
+    # The real node (test/e2e/real-node.test.ts): after kubernetes, whose work dir and build
+    # cache the kubelet shares; ~2 min for kubelet + kube-proxy, ~3 min cold for CoreDNS.
+    step node build_node
     # Only the kn plugin test uses kn: without its source here, that test alone fails, saying so.
     if kn_source_missing; then
       echo "build-binaries: kn not built: no source for knative/client $KN_VERSION ($kn_source_hint)" >&2
@@ -286,5 +371,5 @@ case "$what" in
       step kn build_kn
     fi
     ;;
-  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger)" ;;
+  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images)" ;;
 esac

@@ -24,6 +24,12 @@ system_packages() {
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
   # The observability tests start Prometheus themselves (never the package's service) and run promtool.
   command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+  # The real node (devcluster/node.ts): containerd with its CRI plugin, runc, the CNI plugins
+  # (bridge, host-local, portmap, loopback) and iptables for kube-proxy and the bridge's guard.
+  command -v containerd >/dev/null 2>&1 || need+=(containerd)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
   if [ "${#need[@]}" -gt 0 ]; then
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
