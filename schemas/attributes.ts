@@ -20,6 +20,18 @@ export const EXT_ATTEMPT = 'prestartattempt';
 /** W3C trace context, carried as the CloudEvents distributed-tracing extension. */
 export const EXT_TRACEPARENT = 'traceparent';
 
+/**
+ * The `dataschema` attribute of a version 2 request: the $id of requested.data.schema.json. A
+ * request without `dataschema` comes from a version 1 gate (no revision.containers). The marker is
+ * on the event rather than in data so a Trigger can filter on it and a hook can tell the version
+ * before it reads the body.
+ */
+export const REQUESTED_DATASCHEMA_V2 = 'https://prestart.dev/schemas/v1alpha1/requested.data.v2.schema.json';
+/** The schema's $id in version 1; no gate sent it, but a request that names it is read as version 1. */
+export const REQUESTED_DATASCHEMA_V1 = 'https://prestart.dev/schemas/v1alpha1/requested.data.schema.json';
+/** Versions of revision.prestart.requested data this code knows: 1 (no containers) and 2. */
+export type RequestedVersion = 1 | 2;
+
 export const JSON_CONTENT_TYPE = 'application/json';
 export const STRUCTURED_CONTENT_TYPE = 'application/cloudevents+json';
 export const BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';

@@ -11,6 +11,8 @@ export interface CloudEventRecord {
   subject?: string;
   time?: string;
   datacontenttype?: string;
+  /** A URI naming the schema `data` follows; on requests, their version (attributes.ts REQUESTED_DATASCHEMA_V2). */
+  dataschema?: string;
   data?: unknown;
   [extension: string]: unknown;
 }

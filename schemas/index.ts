@@ -12,7 +12,10 @@ export {
   eventKey,
   gateSource,
   JSON_CONTENT_TYPE,
+  REQUESTED_DATASCHEMA_V1,
+  REQUESTED_DATASCHEMA_V2,
   REQUESTED_TYPE,
+  type RequestedVersion,
   revisionSubject,
   SPEC_VERSION,
   STRUCTURED_CONTENT_TYPE,
@@ -32,6 +35,6 @@ export type { CorrelationRef, RequestAction } from './correlation.ts';
 export { KeyRing, keysFromHex, MAX_CORRELATION_ID_LENGTH, MIN_KEY_BYTES, requestId } from './correlation.ts';
 export { toBinary, toStructured } from './encode.ts';
 export type { BuildRequestedInput, ParsedRequest, RequestedResult } from './requested.ts';
-export { buildRequested, parseRequested } from './requested.ts';
-export type { CompletedData, DataCheck, Outcome, RequestedData, RequestedRevision } from './validate.ts';
+export { buildRequested, parseRequested, referenceToRun, requestedVersion } from './requested.ts';
+export type { CompletedData, DataCheck, Outcome, RequestedContainer, RequestedData, RequestedRevision } from './validate.ts';
 export { checkCompletedData, checkRequestedData, completedSchema, requestedSchema } from './validate.ts';

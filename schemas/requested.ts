@@ -1,6 +1,6 @@
 // revision.prestart.requested: built by the gate (start and cancel), read by hooks.
 
-import type { HookSnapshot, RevisionView } from '../api/types.ts';
+import type { ContainerImage, HookSnapshot, RevisionView } from '../api/types.ts';
 import {
   DEFAULT_MAX_REQUEST_BYTES,
   EXT_ATTEMPT,
@@ -10,7 +10,10 @@ import {
   eventKey,
   gateSource,
   JSON_CONTENT_TYPE,
+  REQUESTED_DATASCHEMA_V1,
+  REQUESTED_DATASCHEMA_V2,
   REQUESTED_TYPE,
+  type RequestedVersion,
   revisionSubject,
   SPEC_VERSION,
 } from './attributes.ts';
@@ -25,6 +28,13 @@ import { checkRequestedData } from './validate.ts';
 export interface BuildRequestedInput {
   revision: Pick<RevisionView, 'namespace' | 'name' | 'uid' | 'service' | 'configuration' | 'labels' | 'annotations' | 'images'>;
   hook: Pick<HookSnapshot, 'name' | 'params' | 'allowedContributions'>;
+  /**
+   * What will run: every container with the digest Knative resolved, as recorded on the
+   * PrestartRun before the first request (PrestartRunSpec.containers). Required for
+   * action=start; a cancel carries it when given. Not taken from `revision` on purpose: the
+   * request must name what the run recorded, not what the Revision says at the moment of sending.
+   */
+  containers?: readonly ContainerImage[];
   /** metadata.uid of the PrestartRun the request belongs to: it scopes the event id and the correlationid to that run. */
   runUID: string | undefined;
   attempt: number;
@@ -50,6 +60,12 @@ export interface BuildRequestedInput {
 export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
   const { revision, hook, attempt, action } = input;
   const deadline = input.deadline instanceof Date ? input.deadline.toISOString() : input.deadline;
+  if (action === 'start' && input.containers === undefined) {
+    throw new Error(
+      'buildRequested: action "start" needs containers (protocol version 2: the Revision\'s containers with the digests Knative resolved, PrestartRunSpec.containers)',
+    );
+  }
+  const containers = input.containers?.map(requestedContainer);
   // Members in schema order, so the JSON reads top-down the way the schema documents it.
   const data: RequestedData = {
     action,
@@ -62,7 +78,9 @@ export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
       ...(revision.configuration === undefined ? {} : { configuration: revision.configuration }),
       labels: { ...revision.labels },
       annotations: { ...revision.annotations },
-      images: [...revision.images],
+      // Version 1 hooks read only images: give them what will run, digests where Knative resolved them.
+      images: containers ? containers.filter((c) => !c.init).map(referenceToRun) : [...revision.images],
+      ...(containers === undefined ? {} : { containers }),
     },
     hook: { name: hook.name, params: hook.params ?? {} },
     attempt,
@@ -81,6 +99,7 @@ export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
     subject: revisionSubject(revision.namespace, revision.name),
     time: (input.time ?? new Date()).toISOString(),
     datacontenttype: JSON_CONTENT_TYPE,
+    dataschema: REQUESTED_DATASCHEMA_V2,
     [EXT_HOOK]: hook.name,
     [EXT_CORRELATION_ID]: input.keys.mint({
       namespace: revision.namespace,
@@ -97,9 +116,36 @@ export function buildRequested(input: BuildRequestedInput): CloudEventRecord {
   return event;
 }
 
+/** One container as the request carries it: only the members the schema knows, `init` only when true. */
+function requestedContainer(c: ContainerImage): ContainerImage {
+  return {
+    name: c.name,
+    image: c.image,
+    ...(c.digest === undefined || c.digest === '' ? {} : { digest: c.digest }),
+    ...(c.init ? { init: true } : {}),
+  };
+}
+
+/** What Knative runs for a container: the digest it resolved, else the image as written. */
+export function referenceToRun(c: Pick<ContainerImage, 'image' | 'digest'>): string {
+  return c.digest || c.image;
+}
+
+/**
+ * The data version an event declares: its `dataschema`. None (a version 1 gate never set it) or
+ * version 1's $id is 1; version 2's $id, and any other value, is 2: a newer gate's schema is
+ * checked with the newest rules this code knows, and unknown members pass.
+ */
+export function requestedVersion(event: Pick<CloudEventRecord, 'dataschema'>): RequestedVersion {
+  const schema = event.dataschema;
+  return schema === undefined || schema === REQUESTED_DATASCHEMA_V1 ? 1 : 2;
+}
+
 /** A validated request as a hook sees it. */
 export interface ParsedRequest {
   event: CloudEventRecord;
+  /** 1: from a gate older than revision.containers (data.revision.containers absent); 2: containers in every start. */
+  version: RequestedVersion;
   data: RequestedData;
   /** Echo this as `replyid` on every reply. */
   correlationid: string;
@@ -126,7 +172,8 @@ export function parseRequested(message: ReceivedMessage, options: { maxBytes?: n
   }
   const body = jsonData(event);
   if (!body.ok) return fail(body.error);
-  const check = checkRequestedData(body.data);
+  const version = requestedVersion(event);
+  const check = checkRequestedData(body.data, version);
   if (!check.ok) return fail(contractError('invalid-data', check.reason));
   const data = check.data;
   const hook = event[EXT_HOOK];
@@ -141,6 +188,7 @@ export function parseRequested(message: ReceivedMessage, options: { maxBytes?: n
     ok: true,
     request: {
       event,
+      version,
       data,
       correlationid,
       hook: data.hook.name,

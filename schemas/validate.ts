@@ -3,7 +3,8 @@
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
-import type { Contribution, ContributionKind, Reply } from '../api/types.ts';
+import type { ContainerImage, Contribution, ContributionKind, Reply } from '../api/types.ts';
+import { REQUESTED_DATASCHEMA_V1, type RequestedVersion } from './attributes.ts';
 import completedSchema from './completed.data.schema.json' with { type: 'json' };
 import type { RequestAction } from './correlation.ts';
 import requestedSchema from './requested.data.schema.json' with { type: 'json' };
@@ -16,8 +17,18 @@ export interface RequestedRevision {
   configuration?: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** For version 1 hooks: what each container (not init containers) runs, the digest when Knative resolved one. */
   images: string[];
+  /**
+   * Version 2: every container with the digest Knative resolved (api/types.ts ContainerImage).
+   * Always present in a version 2 start; absent in a request from a version 1 gate, and may be
+   * absent in a cancel.
+   */
+  containers?: RequestedContainer[];
 }
+
+/** One container of revision.containers: scan or run `digest` when set, else `image`. */
+export type RequestedContainer = ContainerImage;
 
 /** data of a revision.prestart.requested event (requested.data.schema.json). */
 export interface RequestedData {
@@ -53,12 +64,23 @@ const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: false 
 ajvFormats.default(ajv, ['date-time', 'uri']);
 
 const validateRequestedData: ValidateFunction<RequestedData> = ajv.compile<RequestedData>(requestedSchema);
+// Version 1 is version 2 without the rule that a start names its containers (the schema's last
+// allOf entry): a hook keeps taking requests from a gate that predates them.
+const V2_ONLY_RULE = requestedSchema.allOf.length - 1;
+const validateRequestedDataV1: ValidateFunction<RequestedData> = ajv.compile<RequestedData>({
+  ...requestedSchema,
+  $id: REQUESTED_DATASCHEMA_V1,
+  title: 'revision.prestart.requested data, protocol version 1',
+  allOf: requestedSchema.allOf.filter((_, i) => i !== V2_ONLY_RULE),
+});
 const validateCompletedData: ValidateFunction<CompletedData> = ajv.compile<CompletedData>(completedSchema);
 
 export type DataCheck<T> = { ok: true; data: T } | { ok: false; reason: string };
 
-export function checkRequestedData(data: unknown): DataCheck<RequestedData> {
-  return validateRequestedData(data) ? { ok: true, data } : { ok: false, reason: describe(validateRequestedData.errors, REQUESTED_RULES) };
+/** `version`: which rules apply; 2 (the default) is what this gate sends, 1 what an older gate sent. */
+export function checkRequestedData(data: unknown, version: RequestedVersion = 2): DataCheck<RequestedData> {
+  const validate = version === 1 ? validateRequestedDataV1 : validateRequestedData;
+  return validate(data) ? { ok: true, data } : { ok: false, reason: describe(validate.errors, REQUESTED_RULES) };
 }
 
 export function checkCompletedData(data: unknown): DataCheck<CompletedData> {
@@ -70,6 +92,8 @@ export function checkCompletedData(data: unknown): DataCheck<CompletedData> {
 const REQUESTED_RULES: Record<string, string> = {
   '#/allOf/0/then/required': 'data: action "cancel" needs a reason',
   '#/allOf/1/then/required': 'data: action "start" needs a deadline',
+  '#/allOf/2/then/properties/revision/required':
+    'data/revision: action "start" needs containers (protocol version 2: each container with the digest Knative resolved)',
 };
 const COMPLETED_RULES: Record<string, string> = {
   '#/then/properties/contributions/maxItems': 'data/contributions: contributions are only allowed with outcome "succeeded"',
@@ -82,6 +106,8 @@ const PATTERNS: Record<string, string> = {
   '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': 'a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")',
   '^[A-Za-z_][A-Za-z0-9_]*$': 'an environment variable name (letters, digits and "_", not starting with a digit)',
   '^[-._a-zA-Z0-9]+$': 'a Secret key (letters, digits, "-", "_" and ".")',
+  '^[^@\\s]+@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$': 'a digest reference (repository@sha256:<64 hex digits>)',
+  '@sha256:[a-f0-9]{64}$': 'a digest reference (repository@sha256:<64 hex digits>)',
 };
 
 /** One human line for the first schema violation, e.g. `data/progress must be <= 100`. */

@@ -280,6 +280,50 @@ type Request struct {
 	Subject       string
 	// Key is source#id: the same request delivered twice has the same key.
 	Key string
+	// Version is 1 for a request from a gate older than revision.containers, 2 otherwise.
+	Version int
+}
+
+// The dataschema of a protocol version 2 request (revision.containers). A request without one
+// comes from a version 1 gate; any other value is read with the version 2 rules (a newer gate).
+const (
+	RequestedDataSchemaV2 = "https://prestart.dev/schemas/v1alpha1/requested.data.v2.schema.json"
+	RequestedDataSchemaV1 = "https://prestart.dev/schemas/v1alpha1/requested.data.schema.json"
+)
+
+// RequestedVersion is the protocol version an event's dataschema declares.
+func RequestedVersion(dataschema string) int {
+	if dataschema == "" || dataschema == RequestedDataSchemaV1 {
+		return 1
+	}
+	return 2
+}
+
+// ImageToRun is what one container runs: Knative's digest, else the image as written (a registry
+// Knative does not resolve runs exactly that).
+type ImageToRun struct {
+	Name string
+	Ref  string
+}
+
+// ImagesToRun lists what to scan or run, container by container, in the request's order; ok is
+// false for a request from a version 1 gate, which does not say what will run.
+func (r *Request) ImagesToRun() (images []ImageToRun, ok bool) {
+	containers, ok := r.Data["revision"].(map[string]any)["containers"].([]any)
+	if !ok {
+		return nil, false
+	}
+	images = []ImageToRun{}
+	for _, value := range containers {
+		c := value.(map[string]any)
+		ref, _ := c["digest"].(string)
+		if ref == "" {
+			ref, _ = c["image"].(string)
+		}
+		name, _ := c["name"].(string)
+		images = append(images, ImageToRun{Name: name, Ref: ref})
+	}
+	return images, true
 }
 
 func (r *Request) Action() string { return r.Data["action"].(string) }
@@ -326,7 +370,8 @@ func ParseRequested(header http.Header, body []byte) (*Request, *ContractError) 
 	if err != nil {
 		return nil, err
 	}
-	if problem := CheckRequestedData(value); problem != "" {
+	version := RequestedVersion(e.DataSchema())
+	if problem := CheckRequestedData(value, version); problem != "" {
 		return nil, refuse("invalid-data", "%s", problem)
 	}
 	data := value.(map[string]any)
@@ -348,6 +393,7 @@ func ParseRequested(header http.Header, body []byte) (*Request, *ContractError) 
 		Attempt:       attempt,
 		Subject:       e.Subject(),
 		Key:           e.Source() + "#" + e.ID(),
+		Version:       version,
 	}, nil
 }
 

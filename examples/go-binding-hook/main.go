@@ -89,7 +89,8 @@ func NewHandler(s Settings, runner *Runner, log *slog.Logger) http.Handler {
 		case req.Action() == "cancel":
 			log.Info("cancel", "event", req.Key, "reason", req.Data["reason"], "result", runner.Cancel(req))
 		default:
-			log.Info("request", "event", req.Key, "result", runner.Submit(req))
+			// What will run, as the request names it: digests where Knative resolved them.
+			log.Info("request", "event", req.Key, "images", ImagesLine(req), "result", runner.Submit(req))
 		}
 		w.WriteHeader(http.StatusAccepted)
 	})

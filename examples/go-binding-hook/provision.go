@@ -4,12 +4,16 @@
 //
 // Params it reads from its PrestartHook: secretName (default demo-db), fail (true makes the
 // second step fail, to see a held Revision).
+//
+// The reply names the images it would act on (a scanner would scan these): each container's
+// digest as the request names it, never a tag, which can move before Knative runs it.
 package main
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,6 +38,22 @@ func VolumeContribution(name, secretName string) Contribution {
 func AllowedOnly(req *Request, contributions []Contribution) []Contribution {
 	allowed := req.Data["contributions"].(map[string]any)["allowed"].([]any)
 	return slices.DeleteFunc(contributions, func(c Contribution) bool { return !slices.Contains(allowed, any(c.As)) })
+}
+
+// ImagesLine is "images: name=reference, ..." from revision.containers; a version 1 request does not say.
+func ImagesLine(req *Request) string {
+	images, ok := req.ImagesToRun()
+	if !ok {
+		return "images: not named (a version 1 request)"
+	}
+	if len(images) == 0 {
+		return "images: none"
+	}
+	parts := make([]string, len(images))
+	for i, image := range images {
+		parts[i] = image.Name + "=" + image.Ref
+	}
+	return "images: " + strings.Join(parts, ", ")
 }
 
 func ProvisionDatabase(duration time.Duration) Work {
@@ -65,7 +85,7 @@ func ProvisionDatabase(duration time.Duration) Work {
 		}
 		return Outcome{
 			Succeeded: true,
-			Message:   fmt.Sprintf("database %s ready; credentials in Secret %s", database, secretName),
+			Message:   fmt.Sprintf("database %s ready; credentials in Secret %s; %s", database, secretName, ImagesLine(req)),
 			Contributions: AllowedOnly(req, []Contribution{
 				EnvContribution("db-env", secretName.(string), map[string]string{"DATABASE_URL": "uri", "DATABASE_PASSWORD": "password"}),
 				VolumeContribution("db", secretName.(string)),

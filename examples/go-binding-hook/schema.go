@@ -18,6 +18,10 @@ var (
 	secretKey    = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 	uriPattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*:[^\s]*$`)
 	kinds        = map[string]bool{"env": true, "envFrom": true, "volume": true}
+
+	// An OCI digest reference, name@algorithm:encoded; sha256 has exactly 64 lowercase hex digits.
+	digestRef = regexp.MustCompile(`^[^@\s]+@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
+	sha256Ref = regexp.MustCompile(`@sha256:[a-f0-9]{64}$`)
 )
 
 func IsDNSLabel(v any) bool {
@@ -50,8 +54,9 @@ func missing(object map[string]any, path string, members ...string) string {
 	return ""
 }
 
-// CheckRequestedData checks data against requested.data.schema.json.
-func CheckRequestedData(v any) string {
+// CheckRequestedData checks data against requested.data.schema.json; version 1 (a request
+// without dataschema, from an older gate) leaves out the rule that a start names its containers.
+func CheckRequestedData(v any, version int) string {
 	data, ok := v.(map[string]any)
 	if !ok {
 		return "data must be an object"
@@ -124,6 +129,9 @@ func CheckRequestedData(v any) string {
 	if _, present := data["deadline"]; action == "start" && !present {
 		return `data: action "start" needs a deadline`
 	}
+	if _, present := data["revision"].(map[string]any)["containers"]; version >= 2 && action == "start" && !present {
+		return `data/revision: action "start" needs containers (protocol version 2: each container with the digest Knative resolved)`
+	}
 	return ""
 }
 
@@ -164,6 +172,48 @@ func revisionProblem(v any) string {
 	for _, image := range images {
 		if !stringOfLength(image, 1, math.MaxInt) {
 			return "data/revision/images must be a list of non-empty strings"
+		}
+	}
+	value, present := revision["containers"]
+	if !present {
+		return ""
+	}
+	containers, ok := value.([]any)
+	if !ok {
+		return "data/revision/containers must be a list"
+	}
+	for i, c := range containers {
+		if problem := containerProblem(c, fmt.Sprintf("data/revision/containers/%d", i)); problem != "" {
+			return problem
+		}
+	}
+	return ""
+}
+
+// Unknown members of a container are allowed: a newer gate may add some.
+func containerProblem(v any, path string) string {
+	c, ok := v.(map[string]any)
+	if !ok {
+		return path + " must be an object"
+	}
+	if problem := missing(c, path, "name", "image"); problem != "" {
+		return problem
+	}
+	if !IsDNSLabel(c["name"]) {
+		return path + "/name must be a DNS-1123 label"
+	}
+	if !stringOfLength(c["image"], 1, 4096) {
+		return path + "/image must be a string of 1 to 4096 characters"
+	}
+	if value, present := c["digest"]; present {
+		digest, ok := value.(string)
+		if !ok || len(digest) > 4096 || !digestRef.MatchString(digest) || (strings.Contains(digest, "@sha256:") && !sha256Ref.MatchString(digest)) {
+			return path + "/digest must be a digest reference (repository@sha256:<64 hex digits>)"
+		}
+	}
+	if value, present := c["init"]; present {
+		if _, ok := value.(bool); !ok {
+			return path + "/init must be a boolean"
 		}
 	}
 	return ""

@@ -98,8 +98,12 @@ func correlation(t *testing.T) map[string]any {
 }
 
 func startRequest(t *testing.T) *Request {
+	return validRequest(t, "start-binary.json")
+}
+
+func validRequest(t *testing.T, name string) *Request {
 	for _, n := range load(t, "requested", "valid") {
-		if n.name == "start-binary.json" {
+		if n.name == name {
 			req, err := ParseRequested(n.v.header(), []byte(n.v.Body))
 			if err != nil {
 				t.Fatal(err)
@@ -107,7 +111,7 @@ func startRequest(t *testing.T) *Request {
 			return req
 		}
 	}
-	t.Fatal("no requested/valid/start-binary.json")
+	t.Fatalf("no requested/valid/%s", name)
 	return nil
 }
 
@@ -290,5 +294,42 @@ func TestRFC3339TimesReadAsInstants(t *testing.T) {
 		if _, ok := ParseRFC3339(bad); ok {
 			t.Errorf("%s taken", bad)
 		}
+	}
+}
+
+func TestVersion2NamesWhatWillRun(t *testing.T) {
+	req := startRequest(t)
+	images, ok := req.ImagesToRun()
+	want := []ImageToRun{
+		{"user-container", "registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"},
+		// Knative does not resolve kind.local: it runs the image as written, and so is it named.
+		{"cache-warmer", "kind.local/shop/cache-warmer:dev"},
+		{"migrate", "registry.example/shop/migrate@sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9"},
+	}
+	if req.Version != 2 || !ok || !reflect.DeepEqual(images, want) {
+		t.Errorf("version %d, images %v (%v), want 2, %v", req.Version, images, ok, want)
+	}
+}
+
+func TestVersion1RequestIsTakenWithoutContainers(t *testing.T) {
+	req := validRequest(t, "start-v1.json")
+	if images, ok := req.ImagesToRun(); req.Version != 1 || ok || images != nil {
+		t.Errorf("version %d, images %v (%v), want 1 and none", req.Version, images, ok)
+	}
+}
+
+func TestReplyNamesTheImagesItActedOn(t *testing.T) {
+	work := ProvisionDatabase(0)
+	progress := func(int, string) {}
+	v2 := work(context.Background(), startRequest(t), progress)
+	wantV2 := "; images: user-container=registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae, " +
+		"cache-warmer=kind.local/shop/cache-warmer:dev, " +
+		"migrate=registry.example/shop/migrate@sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9"
+	if !v2.Succeeded || !strings.HasSuffix(v2.Message, wantV2) {
+		t.Errorf("got %+v, want a success ending %q", v2, wantV2)
+	}
+	v1 := work(context.Background(), validRequest(t, "start-v1.json"), progress)
+	if !v1.Succeeded || !strings.HasSuffix(v1.Message, "; images: not named (a version 1 request)") {
+		t.Errorf("got %+v", v1)
 	}
 }

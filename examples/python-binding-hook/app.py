@@ -21,7 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from contract import MAX_REQUEST_BYTES, ContractError, parse_requested
-from provisioning import provision_database
+from provisioning import images_line, provision_database
 from runner import Runner
 
 log = logging.getLogger("prestart-hook")
@@ -94,7 +94,8 @@ def create_app(settings: Settings) -> FastAPI:
         if parsed.action == "cancel":
             log.info("cancel %s (%s): %s", parsed.key, parsed.data.get("reason"), runner.cancel(parsed))
         else:
-            log.info("request %s: %s", parsed.key, runner.submit(parsed))
+            # What will run, as the request names it: digests where Knative resolved them.
+            log.info("request %s (%s): %s", parsed.key, images_line(parsed), runner.submit(parsed))
         return Response(status_code=202)
 
     return app

@@ -35,6 +35,11 @@ EXT_ATTEMPT = "prestartattempt"
 EXT_CORRELATION_ID = "correlationid"
 EXT_REPLY_ID = "replyid"
 
+#: The dataschema of a protocol version 2 request (revision.containers); a request without one comes
+#: from a version 1 gate. Any other value is read with the version 2 rules (a newer gate).
+REQUESTED_DATASCHEMA_V2 = "https://prestart.dev/schemas/v1alpha1/requested.data.v2.schema.json"
+REQUESTED_DATASCHEMA_V1 = "https://prestart.dev/schemas/v1alpha1/requested.data.schema.json"
+
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_REPLY_BYTES = 64 * 1024
 MAX_CORRELATION_ID_LENGTH = 1024
@@ -260,6 +265,9 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s]*")
+# An OCI digest reference, name@algorithm:encoded; sha256 has exactly 64 lowercase hex digits.
+_DIGEST = re.compile(r"[^@\s]+@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+")
+_SHA256 = re.compile(r".*@sha256:[a-f0-9]{64}")
 KINDS = ("env", "envFrom", "volume")
 
 
@@ -284,8 +292,14 @@ def _string_map_problem(value: Any, path: str) -> str | None:
     return None
 
 
-def check_requested_data(data: Any) -> str | None:
-    """None when `data` satisfies requested.data.schema.json, else the first problem."""
+def requested_version(dataschema: str | None) -> int:
+    """The protocol version a request declares: 1 without dataschema (an older gate), else 2."""
+    return 1 if dataschema is None or dataschema == REQUESTED_DATASCHEMA_V1 else 2
+
+
+def check_requested_data(data: Any, version: int = 2) -> str | None:
+    """None when `data` satisfies requested.data.schema.json (version 1: without the rule that a
+    start names its containers), else the first problem."""
     if not isinstance(data, dict):
         return "data must be an object"
     for member in ("action", "revision", "hook", "attempt", "contributions"):
@@ -331,6 +345,8 @@ def check_requested_data(data: Any) -> str | None:
         return 'data: action "cancel" needs a reason'
     if action == "start" and "deadline" not in data:
         return 'data: action "start" needs a deadline'
+    if version >= 2 and action == "start" and "containers" not in data["revision"]:
+        return 'data/revision: action "start" needs containers (protocol version 2: each container with the digest Knative resolved)'
     return None
 
 
@@ -355,6 +371,39 @@ def _revision_problem(revision: Any) -> str | None:
     images = revision["images"]
     if not isinstance(images, list) or any(not isinstance(i, str) or not i for i in images):
         return "data/revision/images must be a list of non-empty strings"
+    if "containers" in revision:
+        containers = revision["containers"]
+        if not isinstance(containers, list):
+            return "data/revision/containers must be a list"
+        for i, container in enumerate(containers):
+            problem = _container_problem(container, f"data/revision/containers/{i}")
+            if problem:
+                return problem
+    return None
+
+
+def _container_problem(c: Any, path: str) -> str | None:
+    # Unknown members are allowed here too: a newer gate may add some.
+    if not isinstance(c, dict):
+        return f"{path} must be an object"
+    for member in ("name", "image"):
+        if member not in c:
+            return f'{path} is missing "{member}"'
+    if not is_dns_label(c["name"]):
+        return f"{path}/name must be a DNS-1123 label"
+    if not isinstance(c["image"], str) or not 1 <= len(c["image"]) <= 4096:
+        return f"{path}/image must be a string of 1 to 4096 characters"
+    if "digest" in c:
+        digest = c["digest"]
+        if (
+            not isinstance(digest, str)
+            or len(digest) > 4096
+            or not _DIGEST.fullmatch(digest)
+            or ("@sha256:" in digest and not _SHA256.fullmatch(digest))
+        ):
+            return f"{path}/digest must be a digest reference (repository@sha256:<64 hex digits>)"
+    if "init" in c and not isinstance(c["init"], bool):
+        return f"{path}/init must be a boolean"
     return None
 
 
@@ -442,6 +491,8 @@ class Request:
     subject: str | None
     #: source#id: the same request delivered twice has the same key.
     key: str
+    #: 1 from a gate older than revision.containers, 2 otherwise.
+    version: int = 2
 
     @property
     def action(self) -> str:
@@ -462,6 +513,16 @@ class Request:
     def reply_to(self) -> str | None:
         return self.data.get("replyTo")
 
+    @property
+    def images_to_run(self) -> dict[str, str] | None:
+        """Container name -> what to scan or run: Knative's digest, else the image as written (a
+        registry Knative does not resolve runs exactly that). None for a request from a version 1
+        gate, which does not say what will run."""
+        containers = self.data["revision"].get("containers")
+        if containers is None:
+            return None
+        return {c["name"]: c.get("digest") or c["image"] for c in containers}
+
 
 def parse_requested(headers: Headers, body: bytes, max_bytes: int = MAX_REQUEST_BYTES) -> Request:
     """Reads and validates a request. Raises ContractError with the code and status to answer."""
@@ -474,7 +535,8 @@ def parse_requested(headers: Headers, body: bytes, max_bytes: int = MAX_REQUEST_
             "malformed", f"missing or oversized {EXT_CORRELATION_ID} extension: a reply could not be correlated"
         )
     data = json_data(event)
-    problem = check_requested_data(data)
+    version = requested_version(event.get_dataschema())
+    problem = check_requested_data(data, version)
     if problem:
         raise ContractError("invalid-data", problem)
     hook = event.get_extension(EXT_HOOK)
@@ -491,6 +553,7 @@ def parse_requested(headers: Headers, body: bytes, max_bytes: int = MAX_REQUEST_
         attempt=int(data["attempt"]),
         subject=event.get_subject(),
         key=f"{event.get_source()}#{event.get_id()}",
+        version=version,
     )
 
 

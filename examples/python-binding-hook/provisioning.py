@@ -4,6 +4,9 @@ environment variables and as a volume mounted at $SERVICE_BINDING_ROOT/db.
 
 Params it reads from its PrestartHook: secretName (default demo-db), fail (true makes the second
 step fail, to see a held Revision).
+
+The reply names the images it would act on (a scanner would scan these): each container's digest
+as the request names it, never a tag, which can move before Knative runs it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ def allowed_only(request: Request, contributions: list[dict[str, Any]]) -> list[
     return [c for c in contributions if c["as"] in allowed]
 
 
+def images_line(request: Request) -> str:
+    """`images: name=reference, ...` from revision.containers; a version 1 request does not say."""
+    images = request.images_to_run
+    if images is None:
+        return "images: not named (a version 1 request)"
+    return "images: " + (", ".join(f"{name}={ref}" for name, ref in images.items()) or "none")
+
+
 def provision_database(duration_s: float) -> Work:
     async def work(request: Request, progress: Progress) -> Outcome:
         params = request.data["hook"]["params"]
@@ -56,7 +67,7 @@ def provision_database(duration_s: float) -> Work:
                 return Outcome(False, f'{database}: the database server refused to create user "app"')
         return Outcome(
             True,
-            f"database {database} ready; credentials in Secret {secret_name}",
+            f"database {database} ready; credentials in Secret {secret_name}; {images_line(request)}",
             allowed_only(
                 request,
                 [

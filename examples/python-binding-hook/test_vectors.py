@@ -8,6 +8,7 @@ are listed in GATE_ONLY and checked to be exactly those.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from dataclasses import replace
@@ -32,6 +33,7 @@ from contract import (
     parse_rfc3339,
     to_binary,
 )
+from provisioning import provision_database
 
 VECTORS = Path(os.environ.get("PRESTART_VECTORS", Path(__file__).resolve().parents[2] / "schemas" / "vectors"))
 GATE_ONLY = {"bad-replyid", "hook-mismatch", "wrong-type"}
@@ -151,3 +153,36 @@ def test_rfc3339_times_read_as_instants() -> None:
     assert parse_rfc3339("2025-06-01T12:00:00.123456789Z") == parse_rfc3339("2025-06-01T14:00:00.123456+02:00")
     assert parse_rfc3339("2025-13-01T12:00:00Z") is None
     assert parse_rfc3339("2025-06-01 12:00:00Z") is None
+
+
+def test_version_2_names_what_will_run() -> None:
+    parsed = request("start-binary.json")
+    assert parsed.version == 2
+    assert parsed.images_to_run == {
+        "user-container": "registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
+        # Knative does not resolve kind.local: it runs the image as written, and so is it named.
+        "cache-warmer": "kind.local/shop/cache-warmer:dev",
+        "migrate": "registry.example/shop/migrate@sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9",
+    }
+
+
+def test_version_1_request_is_taken_without_containers() -> None:
+    parsed = request("start-v1.json")
+    assert parsed.version == 1
+    assert parsed.images_to_run is None
+
+
+def test_reply_names_the_images_it_acted_on() -> None:
+    async def progress(_percent: int, _message: str) -> None:
+        return None
+
+    work = provision_database(0)
+    v2 = asyncio.run(work(request("start-binary.json"), progress))
+    assert v2.succeeded
+    assert v2.message is not None and v2.message.endswith(
+        "; images: user-container=registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae, "
+        "cache-warmer=kind.local/shop/cache-warmer:dev, "
+        "migrate=registry.example/shop/migrate@sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9"
+    )
+    v1 = asyncio.run(work(request("start-v1.json"), progress))
+    assert v1.succeeded and v1.message is not None and v1.message.endswith("; images: not named (a version 1 request)")

@@ -11,14 +11,23 @@ const IDENTITY_CODES = new Set(['bad-replyid', 'hook-mismatch']);
 
 const check = (rule: RuleId, passed: boolean, detail: string): Check => ({ rule, passed, detail });
 
-/** R1: a valid request is taken and a final reply the gate accepts comes back. */
-export function checkReplies(answer: Answer, replies: readonly ReceivedReply[], waitedMs: number): Check {
-  const rule = 'R1-replies-with-valid-completed';
+/**
+ * R1: a valid request is taken and a final reply the gate accepts comes back. R9 asks the same of
+ * a request carrying members this protocol version does not define.
+ */
+export function checkReplies(
+  answer: Answer,
+  replies: readonly ReceivedReply[],
+  waitedMs: number,
+  rule: RuleId = 'R1-replies-with-valid-completed',
+): Check {
+  // R9's failures add why the request was special: the hook most likely refuses unknown members.
+  const newer = rule === 'R9-takes-newer-requests' ? ' (it carries data members a newer gate may add: ignore members you do not know)' : '';
   if (!is2xx(answer)) {
     return check(
       rule,
       false,
-      `${answer.what} ${answerLine(answer)}: take a valid request (202) or answer it (200 with the completed event); report failures as a "failed" reply, not an HTTP error`,
+      `${answer.what} ${answerLine(answer)}${newer}: take a valid request (202) or answer it (200 with the completed event); report failures as a "failed" reply, not an HTTP error`,
     );
   }
   const refused = replies.find((r) => r.error && !IDENTITY_CODES.has(r.error.code));
@@ -35,7 +44,7 @@ export function checkReplies(answer: Answer, replies: readonly ReceivedReply[], 
     return check(
       rule,
       false,
-      `${answer.what} ${answerLine(answer)}, then no final completed event (succeeded or failed) within ${seconds(waitedMs)}${progress > 0 ? ` (only ${counted})` : ''}: post it to data.replyTo (unset K_SINK for this check) and make sure the service serves this hook name (--hook)`,
+      `${answer.what} ${answerLine(answer)}, then no final completed event (succeeded or failed) within ${seconds(waitedMs)}${progress > 0 ? ` (only ${counted})` : ''}${newer}: post it to data.replyTo (unset K_SINK for this check) and make sure the service serves this hook name (--hook)`,
     );
   }
   const how = final.via === 'answer' ? `in the ${answer.status} answer` : `posted to replyTo ${seconds(final.at - answer.sentAt)} later`;

@@ -10,6 +10,11 @@ import type { ReceivedReply } from './reply-sink.ts';
 export const PROBE_NAMESPACE = 'conformance';
 const REVISION_SUFFIX = '-00001';
 const IMAGE = `registry.example/conformance/app@sha256:${'0123456789abcdef'.repeat(4)}`;
+/** What every probe says will run (protocol version 2): the app resolved, a sidecar Knative does not resolve. */
+const CONTAINERS = [
+  { name: 'user-container', image: 'registry.example/conformance/app:v1', digest: IMAGE },
+  { name: 'sidecar', image: 'kind.local/conformance/sidecar:dev' },
+];
 
 export interface ProbeContext {
   keys: KeyRing;
@@ -38,10 +43,29 @@ export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook):
     attempt: 1,
     deadline: new Date(Date.now() + ctx.deadlineMs),
     action: 'start',
+    containers: CONTAINERS,
     replyTo: ctx.replyTo,
     source: gateSource(PROBE_NAMESPACE),
     keys: ctx.keys,
   });
+}
+
+/**
+ * A valid start as a newer gate might send it: the same version 2 request with members this
+ * version does not define, at the top of data, in revision and in a container (R9).
+ */
+export function newerRequest(ctx: ProbeContext, probe: string): CloudEventRecord {
+  const event = startRequest(ctx, probe);
+  const data = structuredClone(event.data) as { revision: { containers: Record<string, unknown>[] } & Record<string, unknown> };
+  const [first, ...rest] = data.revision.containers;
+  return {
+    ...event,
+    data: {
+      ...data,
+      revision: { ...data.revision, generation: 2, containers: [{ ...first, platform: 'linux/amd64' }, ...rest] },
+      priority: { class: 'interactive', note: 'a member a newer gate added' },
+    },
+  };
 }
 
 /** The cancel of `start`: same Revision, run, hook, attempt and correlationid, its own id. */

@@ -34,6 +34,10 @@ export const RULES = {
     title: 'a cancel is taken (2xx, empty body) and a start it overtook is not run',
     section: 'docs/protocol.md#cancel',
   },
+  'R9-takes-newer-requests': {
+    title: 'a request with data members the hook does not know (as a newer gate sends) is taken and answered',
+    section: 'docs/protocol.md#revisionprestartrequested (hooks ignore data members they do not know)',
+  },
 } as const;
 
 export type RuleId = keyof typeof RULES;

@@ -9,7 +9,7 @@ import { EXT_CORRELATION_ID, KeyRing, toBinary, toStructured } from '../../schem
 import { checkBodies, checkCancelTaken, checkNotActedOn, checkRedelivery, checkReplies, checkReplyIds, checkSpeed } from './checks.ts';
 import { is2xx, isFinal } from './describe.ts';
 import { type Answer, deliver, reachable } from './post.ts';
-import { cancelOf, malformedProbes, type ProbeContext, probeOf, startRequest } from './probes.ts';
+import { cancelOf, malformedProbes, newerRequest, type ProbeContext, probeOf, startRequest } from './probes.ts';
 import { type ReceivedReply, readReply, startReplySink } from './reply-sink.ts';
 import type { Check, Report } from './rules.ts';
 
@@ -88,6 +88,9 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
     const structuredEvent = startRequest(ctx, 'structured');
     correlation.set('structured', String(structuredEvent[EXT_CORRELATION_ID]));
     const structured = await send(toStructured(structuredEvent), 'structured', 'the valid request (structured mode)');
+    const newerEvent = newerRequest(ctx, 'newer');
+    correlation.set('newer', String(newerEvent[EXT_CORRELATION_ID]));
+    const newer = await send(toBinary(newerEvent), 'newer', 'a valid request with data members a newer gate may add');
     const running = startRequest(ctx, 'cancel-running');
     correlation.set('cancel-running', String(running[EXT_CORRELATION_ID]));
     await send(toBinary(running), 'cancel-running', 'a request cancelled while it runs');
@@ -97,9 +100,10 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       'a cancel of a running request',
     );
 
-    const [firstFinal, structuredFinal] = await Promise.all([
+    const [firstFinal, structuredFinal, newerFinal] = await Promise.all([
       finalFor('valid', first, timeoutMs),
       finalFor('structured', structured, timeoutMs),
+      finalFor('newer', newer, timeoutMs),
     ]);
     let afterFinish: Answer | undefined;
     // The valid request's replies that came before it was sent again after finishing.
@@ -111,7 +115,11 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       afterFinish = await send(toBinary(valid), 'valid', 'the valid request repeated after it finished');
       await finalFor('valid', afterFinish, againWaitMs, beforeRepeat);
     }
-    const slowest = Math.max(firstLatency, structuredFinal ? structuredFinal.at - structured.sentAt : 0);
+    const slowest = Math.max(
+      firstLatency,
+      structuredFinal ? structuredFinal.at - structured.sentAt : 0,
+      newerFinal ? newerFinal.at - newer.sentAt : 0,
+    );
     await sleep(opts.quietMs ?? Math.min(timeoutMs, Math.max(1_000, slowest)));
 
     const validReplies = repliesTo('valid');
@@ -142,6 +150,7 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
         advice: 'remember cancelled starts (source + the cancel id without /cancel) and do not begin a start that was already cancelled',
       }),
       checkCancelTaken(cancel),
+      checkReplies(newer, repliesTo('newer'), timeoutMs, 'R9-takes-newer-requests'),
       checkBodies(answers),
       checkReplyIds([...sink.replies, ...inAnswers], (r) => {
         const probe = probeOf(r);

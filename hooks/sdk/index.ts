@@ -14,7 +14,7 @@ export { BoundedMap } from './lru.ts';
 export { type NatsHookService, type SendReplyOptions, type ServeHookNatsOptions, sendReply, serveHookNats } from './nats.ts';
 export { natsSecurityFromEnv } from './nats-env.ts';
 export { clip, defaultSource, errorEvent, finalEvent, MAX_MESSAGE, progressEvent } from './outcome.ts';
-export { attemptKey, toHookRequest } from './request.ts';
+export { attemptKey, imagesToRun, toHookRequest } from './request.ts';
 export { createHookRunner, type HookRunner, type HookRunnerOptions, type Job, type ProgressSender, type Submission } from './runner.ts';
 export { DEFAULT_SEND_POLICY, type PostOptions, postEvent, SendError } from './send.ts';
 export {
@@ -23,6 +23,7 @@ export {
   type ContributionKind,
   DeadlineError,
   fail,
+  type HookContainer,
   type HookContext,
   type HookHandler,
   type HookOutcome,

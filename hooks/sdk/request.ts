@@ -1,5 +1,5 @@
 // The validated CloudEvent, turned into the typed request a handler reads.
-import type { ParsedRequest } from '../../schemas/index.ts';
+import { type ParsedRequest, type RequestedRevision, referenceToRun } from '../../schemas/index.ts';
 import type { HookRequest } from './types.ts';
 
 /** Only for action=start requests (they always carry a deadline). */
@@ -14,10 +14,12 @@ export function toHookRequest(parsed: ParsedRequest): HookRequest {
     annotations: { ...r.annotations },
     images: [...r.images],
   };
+  if (r.containers !== undefined) revision.containers = r.containers.map((c) => ({ ...c }));
   if (r.service !== undefined) revision.service = r.service;
   if (r.configuration !== undefined) revision.configuration = r.configuration;
   return {
     hook: data.hook.name,
+    version: parsed.version,
     revision,
     params: structuredClone(data.hook.params),
     attempt: data.attempt,
@@ -37,3 +39,18 @@ export function attemptKey(parsed: Pick<ParsedRequest, 'data' | 'key'>): string 
 }
 
 const CANCEL_SUFFIX = '/cancel';
+
+/**
+ * What to scan, approve or run for each container: name → the digest Knative resolved, or the
+ * image as written where Knative does not resolve that registry (it then runs exactly that).
+ * Undefined for a request from a version 1 gate, which does not say what will run: decide
+ * explicitly what such a request gets (fail, or fall back to revision.images, which names no
+ * containers and may hold tags).
+ */
+export function imagesToRun(
+  request: { revision: Pick<RequestedRevision, 'containers'> } | { data: { revision: Pick<RequestedRevision, 'containers'> } },
+): Record<string, string> | undefined {
+  const containers = 'data' in request ? request.data.revision.containers : request.revision.containers;
+  if (containers === undefined) return undefined;
+  return Object.fromEntries(containers.map((c) => [c.name, referenceToRun(c)]));
+}

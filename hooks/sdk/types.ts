@@ -2,17 +2,26 @@
 // CloudEvents, transports, dedupe and retries stays inside the SDK.
 import type { Logger } from 'pino';
 import type { Contribution, ContributionKind } from '../../api/types.ts';
+import type { RequestedVersion } from '../../schemas/attributes.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
-import type { RequestedRevision } from '../../schemas/validate.ts';
+import type { RequestedContainer, RequestedRevision } from '../../schemas/validate.ts';
 
 export type { Contribution, ContributionKind };
 
-/** The Revision a request is about, as the gate saw it when it held the Revision (the contract's type). */
+/**
+ * The Revision a request is about, as the gate saw it when it held the Revision (the contract's
+ * type). `containers` names what will run, with Knative's digests: use it (or imagesToRun) to
+ * decide what to scan or run; it is absent in a request from a version 1 gate.
+ */
 export type HookRevision = RequestedRevision;
+/** One of `revision.containers`: scan or run `digest` when set, `image` otherwise. */
+export type HookContainer = RequestedContainer;
 
 export interface HookRequest {
   /** The PrestartHook this request is for. */
   hook: string;
+  /** The protocol version of the request: 1 from a gate that predates `revision.containers`, 2 otherwise. */
+  version: RequestedVersion;
   revision: HookRevision;
   /** `spec.params` of the PrestartHook when the run started (never secrets: anyone who can read requests sees them). */
   params: Record<string, unknown>;

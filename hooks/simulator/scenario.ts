@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   CANCEL_FINALIZER,
+  type ContainerImage,
   type ContributionKind,
   HOLD_LABEL,
   HOOKS_ANNOTATION,
@@ -16,6 +17,8 @@ import { decide, type Observed } from '../../gate/core/index.ts';
 export const DEMO_NAMESPACE = 'demo';
 export const DEMO_REVISION = 'demo-00001';
 export const DEMO_IMAGE = `registry.example/demo/app@sha256:${'9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'}`;
+/** The made-up Revision's one container, as Knative resolved it: the request names it (protocol version 2). */
+export const DEMO_CONTAINERS: ContainerImage[] = [{ name: 'user-container', image: 'registry.example/demo/app:v1', digest: DEMO_IMAGE }];
 
 export interface ScenarioOptions {
   hook: string;
@@ -35,7 +38,7 @@ export interface Scenario {
   observed: Observed;
   /** The run as the gate has written it when it sends the request. */
   run: PrestartRunView;
-  send: { runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string };
+  send: { runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string; containers: ContainerImage[] };
 }
 
 export function buildScenario(opts: ScenarioOptions): Scenario {
@@ -53,7 +56,8 @@ export function buildScenario(opts: ScenarioOptions): Scenario {
       [HOLD_LABEL]: 'true',
     },
     annotations: { ...opts.annotations, [HOOKS_ANNOTATION]: JSON.stringify([opts.hook]) },
-    images: [DEMO_IMAGE],
+    images: ['registry.example/demo/app:v1'],
+    containers: DEMO_CONTAINERS,
     createdAt: now,
     deleting: false,
     finalizers: [CANCEL_FINALIZER],
@@ -89,6 +93,13 @@ export function buildScenario(opts: ScenarioOptions): Scenario {
   return {
     observed: { ...observed, run },
     run,
-    send: { runUID: run.uid, hook: request.hook, attempt: request.attempt, deadline: request.deadline },
+    send: {
+      runUID: run.uid,
+      hook: request.hook,
+      attempt: request.attempt,
+      deadline: request.deadline,
+      // What the gate recorded on the run, as it sends it; a gate core that does not record them yet: the Revision's.
+      containers: run.spec.containers ?? DEMO_CONTAINERS,
+    },
   };
 }

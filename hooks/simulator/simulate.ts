@@ -60,6 +60,7 @@ export async function simulate(url: string, opts: SimulateOptions = {}): Promise
       attempt: scenario.send.attempt,
       deadline: scenario.send.deadline,
       action: 'start',
+      containers: scenario.send.containers,
       replyTo: sink.url,
       source: gateSource(DEMO_NAMESPACE),
       keys,

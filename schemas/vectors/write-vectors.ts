@@ -43,6 +43,17 @@ const HOOK_SOURCE = '/apis/serving.knative.dev/v1/namespaces/shop/services/db-mi
 const TIME = '2025-06-01T12:00:00.000Z';
 const DEADLINE = '2025-06-01T12:10:00.000Z';
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+/** The dataschema of a protocol version 2 request (requested.data.schema.json's $id). */
+const DATASCHEMA_V2 = 'https://prestart.dev/schemas/v1alpha1/requested.data.v2.schema.json';
+const APP_DIGEST = 'registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae';
+const MIGRATE_DIGEST = 'registry.example/shop/migrate@sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9';
+// The three kinds of container a hook meets: one Knative resolved, one on a registry it does not
+// resolve (no digest: it runs the image as written) and a resolved init container.
+const CONTAINERS = [
+  { name: 'user-container', image: 'registry.example/shop/checkout:v2', digest: APP_DIGEST },
+  { name: 'cache-warmer', image: 'kind.local/shop/cache-warmer:dev' },
+  { name: 'migrate', image: 'registry.example/shop/migrate:v2', digest: MIGRATE_DIGEST, init: true },
+];
 
 const START_DATA = {
   action: 'start',
@@ -58,17 +69,26 @@ const START_DATA = {
       'prestart.dev/hold': 'true',
     },
     annotations: { 'prestart.dev/hooks': '["db-migrate"]' },
-    images: ['registry.example/shop/checkout@sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae'],
+    // For version 1 hooks: what each (non-init) container runs.
+    images: [APP_DIGEST, 'kind.local/shop/cache-warmer:dev'],
+    containers: CONTAINERS,
   },
   hook: { name: 'db-migrate', params: { database: 'orders', dryRun: false } },
   attempt: 1,
   deadline: DEADLINE,
   contributions: { allowed: ['env', 'volume'] },
 };
+const { containers: _, ...REVISION_WITHOUT_CONTAINERS } = START_DATA.revision;
+/** A start from a version 1 gate: no containers (and images as written in the spec). */
+const START_DATA_V1 = {
+  ...START_DATA,
+  revision: { ...REVISION_WITHOUT_CONTAINERS, images: ['registry.example/shop/checkout:v2', 'kind.local/shop/cache-warmer:dev'] },
+};
+// A cancel may leave containers out: it only names the attempt to stop.
 const CANCEL_DATA = {
   action: 'cancel',
   reason: 'Revision shop/checkout-00002 was deleted',
-  revision: START_DATA.revision,
+  revision: REVISION_WITHOUT_CONTAINERS,
   hook: START_DATA.hook,
   attempt: 1,
   contributions: START_DATA.contributions,
@@ -83,6 +103,7 @@ function requestHeaders(overrides: Record<string, string | undefined> = {}): Rec
     'ce-type': 'revision.prestart.requested',
     'ce-subject': 'shop/checkout-00002',
     'ce-time': TIME,
+    'ce-dataschema': DATASCHEMA_V2,
     'ce-prestarthook': 'db-migrate',
     'ce-correlationid': CORRELATION_ID,
     'ce-prestartattempt': '1',
@@ -179,6 +200,7 @@ const vectors: Record<string, Record<string, Vector>> = {
         subject: 'shop/checkout-00002',
         time: TIME,
         datacontenttype: 'application/json',
+        dataschema: DATASCHEMA_V2,
         prestarthook: 'db-migrate',
         correlationid: CORRELATION_ID,
         prestartattempt: 1,
@@ -187,7 +209,8 @@ const vectors: Record<string, Record<string, Vector>> = {
       expect: { ok: true },
     },
     'cancel-binary': {
-      description: 'A cancel: same type, data.action "cancel" with a reason, its own id, no deadline.',
+      description:
+        'A cancel: same type, data.action "cancel" with a reason, its own id, no deadline; revision.containers may be left out of a cancel.',
       mode: 'binary',
       headers: requestHeaders({ 'ce-id': `${REF.runUID}/db-migrate/1/cancel` }),
       body: JSON.stringify(CANCEL_DATA),
@@ -205,6 +228,7 @@ const vectors: Record<string, Record<string, Vector>> = {
         'Ce-Type': 'revision.prestart.requested',
         'Ce-Subject': 'shop/checkout-00002',
         'Ce-Time': TIME,
+        'Ce-Dataschema': DATASCHEMA_V2,
         'Ce-Prestarthook': 'db-migrate',
         'Ce-Correlationid': CORRELATION_ID,
         'Ce-Prestartattempt': '1',
@@ -216,8 +240,66 @@ const vectors: Record<string, Record<string, Vector>> = {
       body: JSON.stringify(START_DATA),
       expect: { ok: true },
     },
+    'start-v1': {
+      description:
+        'A start from a version 1 gate: no ce-dataschema and no revision.containers. Hooks must still take it; what will run is then unknown (images may hold tags).',
+      mode: 'binary',
+      headers: requestHeaders({ 'ce-dataschema': undefined }),
+      body: JSON.stringify(START_DATA_V1),
+      expect: { ok: true },
+    },
+    'start-unknown-members': {
+      description:
+        'A version 2 start with members this version does not define, at the top, in revision and in a container: a newer gate may add them, so hooks ignore them.',
+      mode: 'binary',
+      headers: requestHeaders(),
+      body: JSON.stringify({
+        ...START_DATA,
+        revision: {
+          ...START_DATA.revision,
+          containers: [{ ...CONTAINERS[0], platform: 'linux/amd64' }, ...CONTAINERS.slice(1)],
+          generation: 2,
+        },
+        priority: 'high',
+      }),
+      expect: { ok: true },
+    },
   },
   'requested/invalid': {
+    'start-without-containers': {
+      description:
+        'A version 2 start (ce-dataschema names version 2) must name its containers: without them a hook cannot know what will run.',
+      mode: 'binary',
+      headers: requestHeaders(),
+      body: JSON.stringify(START_DATA_V1),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'malformed-digest': {
+      description: 'A digest must be a digest reference, repository@sha256:<64 lowercase hex digits>; here a sha256 cut short.',
+      mode: 'binary',
+      headers: requestHeaders(),
+      body: JSON.stringify({
+        ...START_DATA,
+        revision: {
+          ...START_DATA.revision,
+          containers: [{ ...CONTAINERS[0], digest: 'registry.example/shop/checkout@sha256:2c26b46b68ffc68f' }, ...CONTAINERS.slice(1)],
+        },
+      }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'digest-is-a-tag': {
+      description: 'A digest is never a tag: a tag can move between the scan and the run.',
+      mode: 'binary',
+      headers: requestHeaders(),
+      body: JSON.stringify({
+        ...START_DATA,
+        revision: {
+          ...START_DATA.revision,
+          containers: [{ ...CONTAINERS[0], digest: 'registry.example/shop/checkout:v2' }, ...CONTAINERS.slice(1)],
+        },
+      }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
     'cancel-without-reason': {
       description: 'action "cancel" needs a reason.',
       mode: 'binary',

@@ -1,7 +1,7 @@
 // Requests and replies as the gate and a hook really build them (schemas' builders, a real key),
 // for the fixtures' Revision and hook unless a test says otherwise.
 import { randomUUID } from 'node:crypto';
-import type { ContributionKind, Reply } from '../../api/types.ts';
+import type { ContainerImage, ContributionKind, Reply } from '../../api/types.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
 import { buildCompleted, buildRequested, type KeyRing, type ParsedRequest, parseRequested, toBinary } from '../../schemas/index.ts';
 import type { ReplyDisposition } from '../../sinks/types.ts';
@@ -22,7 +22,14 @@ export interface RequestOptions {
   replyTo?: string;
   /** Default: keys.ts's `keys`; `foreignKeys` for ids that must not verify. */
   ring?: KeyRing;
+  /** What the run recorded (protocol version 2). Default: the fixture Revision's one container, resolved. */
+  containers?: ContainerImage[];
 }
+
+/** The fixture Revision's container as the gate records it: its image resolved to the fixture digest. */
+export const containers: ContainerImage[] = [
+  { name: 'user-container', image: 'registry.example/shop/checkout:v2', digest: revision.images[0] as string },
+];
 
 /** A revision.prestart.requested start, as the gate sends it. */
 export function requestEvent(opts: RequestOptions = {}): CloudEventRecord {
@@ -37,6 +44,7 @@ export function requestEvent(opts: RequestOptions = {}): CloudEventRecord {
     attempt: opts.attempt ?? 1,
     deadline: opts.deadline ?? new Date(Date.now() + 60_000),
     action: 'start',
+    containers: opts.containers ?? containers,
     ...(opts.replyTo ? { replyTo: opts.replyTo } : {}),
     keys: opts.ring ?? keys,
   });

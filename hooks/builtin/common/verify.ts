@@ -13,7 +13,6 @@ import { withRetries } from './poll.ts';
 /** As much of a Knative Revision as the built-in hooks read. */
 export interface RevisionResource extends KubernetesObject {
   spec?: { serviceAccountName?: string; containers?: V1Container[] };
-  status?: { containerStatuses?: Array<{ name?: string; imageDigest?: string }> };
 }
 
 export interface VerifiedRequest {

@@ -1,16 +1,18 @@
 // The `job` built-in hook: runs a Kubernetes Job for each Revision (and attempt) in the
 // Revision's namespace, and answers with how it ended. With params.useRevisionImage it runs the
 // Revision's own image, like Heroku's release phase or Fly's release_command: migrate the
-// database before the new code takes traffic.
+// database before the new code takes traffic. That image is the digest the request named (the
+// one every hook was asked about), confirmed against the PrestartRun (image.ts).
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Container, type V1Job } from '@kubernetes/client-node';
 import type { HookServer } from '../../sdk/http.ts';
-import { CancelledError, DeadlineError, fail, type HookContext, type HookHandler, succeed } from '../../sdk/types.ts';
+import { CancelledError, DeadlineError, fail, type HookContext, type HookHandler, type HookRequest, succeed } from '../../sdk/types.ts';
 import { giveUpAt, humanDuration } from '../common/deadline.ts';
 import { errorLine, namespaceGrantHint, statusOf } from '../common/kube.ts';
 import { paramsMessage } from '../common/params.ts';
 import { pollUntil, withRetries } from '../common/poll.ts';
 import { type BuiltinHookOptions, DEFAULT_POLL_MAX_MS, type ServeBuiltinOptions, serveBuiltin } from '../common/serve.ts';
-import { type RevisionResource, verifyRequest } from '../common/verify.ts';
+import { type RevisionResource, type VerifiedRequest, verifyRequest } from '../common/verify.ts';
+import { imageFromRequest } from './image.ts';
 import { buildJob, JOB_CONTAINER, REVISION_UID_LABEL } from './manifest.ts';
 import { type JobParams, readJobParams } from './params.ts';
 import { describePodFailure, type FailureReport, failureMessage, jobState, lastFailedPod } from './status.ts';
@@ -31,7 +33,7 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
     if (typeof verified === 'string') return fail(verified);
     const params = readJobParams(verified.params);
     if (Array.isArray(params)) return fail(paramsMessage(req.hook, params));
-    const source = revisionContainer(verified.revision, params);
+    const source = revisionContainer(verified, req.revision.containers, params);
     if (typeof source === 'string') return fail(source);
 
     const namespace = req.revision.namespace;
@@ -119,21 +121,32 @@ export function serveJobHook(opts: ServeBuiltinOptions): Promise<HookServer> {
 }
 
 /** The image to run and, for useRevisionEnv, the Revision's container; or why there is none. */
-function revisionContainer(revision: RevisionResource, params: JobParams): { image: string; container?: V1Container } | string {
-  const needed = params.useRevisionImage || params.useRevisionEnv;
-  const containers = revision.spec?.containers ?? [];
-  const container = params.container ? containers.find((c) => c.name === params.container) : containers[0];
-  if (needed && !container) {
-    return params.container
-      ? `Revision ${revision.metadata?.name} has no container "${params.container}" (params.container)`
-      : `Revision ${revision.metadata?.name} has no container`;
+function revisionContainer(
+  verified: VerifiedRequest,
+  requested: HookRequest['revision']['containers'],
+  params: JobParams,
+): { image: string; container?: V1Container } | string {
+  const { revision } = verified;
+  const where = `${revision.metadata?.namespace}/${revision.metadata?.name}`;
+  let image = params.image;
+  let name = params.container;
+  if (params.useRevisionImage) {
+    const chosen = imageFromRequest({ requested, recorded: verified.run.spec.containers, container: params.container, revision: where });
+    if (typeof chosen === 'string') return chosen;
+    ({ image, name } = chosen);
   }
-  if (params.image) return { image: params.image, ...(params.useRevisionEnv && container ? { container } : {}) };
-  // Knative resolves tags to digests before it creates the Deployment: run exactly what the Revision will.
-  const digest = revision.status?.containerStatuses?.find((s) => s.name === container?.name)?.imageDigest;
-  const image = digest || container?.image;
-  if (!image) return `Revision ${revision.metadata?.name}'s container has no image`;
-  return { image, ...(params.useRevisionEnv && container ? { container } : {}) };
+  if (!params.useRevisionEnv) return image ? { image } : 'params.image or params.useRevisionImage: true is required';
+  const container = envSource(revision, name);
+  if (!container) {
+    return name ? `Revision ${where} has no container "${name}" (params.container)` : `Revision ${where} has no container`;
+  }
+  return image ? { image, container } : 'params.image or params.useRevisionImage: true is required';
+}
+
+/** The spec container whose env and envFrom useRevisionEnv gives the Job: by name, or the first. */
+function envSource(revision: RevisionResource, name: string | undefined): V1Container | undefined {
+  const containers = revision.spec?.containers ?? [];
+  return name ? containers.find((c) => c.name === name) : containers[0];
 }
 
 /**

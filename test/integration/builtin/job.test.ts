@@ -40,7 +40,8 @@ test('a Job running the Revision’s own image succeeds and the Revision is rele
   t.is(job.status?.succeeded, 1);
   t.like(job.metadata?.labels, { 'prestart.dev/revision': 'orders-00001', 'prestart.dev/hook': hook, 'prestart.dev/attempt': '1' });
   const container = job.spec?.template.spec?.containers[0];
-  t.is(container?.image, 'dev.local/demo/app:v1', 'the image of the Revision');
+  // dev.local is a registry Knative does not resolve: the request names the image as written, and the Job runs that.
+  t.is(container?.image, 'dev.local/demo/app:v1', 'the image of the Revision, as the request named it');
   t.deepEqual(container?.command, ['/app/migrate']);
   t.deepEqual(container?.args, ['up']);
   t.deepEqual(
@@ -48,6 +49,19 @@ test('a Job running the Revision’s own image succeeds and the Revision is rele
     [{ name: 'STEP', value: 'up' }],
   );
   t.false(job.spec?.template.spec?.automountServiceAccountToken, 'no API token unless params.serviceAccountName');
+});
+
+test('with a digest resolved, the Job runs the digest the request named and the run recorded', async (t) => {
+  const server = await serveBuiltinHook(t, env, 'job');
+  const { hook, annotations } = await addHook(env, 'pinned', server.url, { params: { useRevisionImage: true, cleanup: 'Never' } });
+  const digest = `registry.example/demo/app@sha256:${'5e'.repeat(32)}`;
+  // As Knative's reconciler writes it once it resolved the tag: the gate asks no hook before.
+  await env.createRevision('pinned-00001', { annotations, containerStatuses: [{ name: 'user-container', imageDigest: digest }] });
+
+  const run = await env.waitForRun('pinned-00001', 'Released', (r) => r.status?.phase === 'Released');
+  t.is(run.spec.containers?.find((c) => c.name === 'user-container')?.digest, digest, 'what the gate recorded and sent');
+  const job = await readJob(jobName('pinned-00001', hook, 1));
+  t.is(job.spec?.template.spec?.containers[0]?.image, digest, 'the digest, not the tag of the spec');
 });
 
 test('a failing Job keeps the Revision held, with the Job’s reason and what its pod said', async (t) => {

@@ -1,6 +1,8 @@
 // The checker against real hook services: the TypeScript example and an SDK hook in sync mode
 // pass; each deliberately broken hook fails, on its rule, with a message that says what to fix.
-import test from 'ava';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import test, { type ExecutionContext } from 'ava';
 import { freePorts } from '../../../devcluster/ports.ts';
 import { start as startExample } from '../../../examples/typescript-binding-hook/index.ts';
 import { failuresOf, runConformance } from '../../../hooks/conformance/index.ts';
@@ -75,6 +77,51 @@ test('a hook that answers 200 {"status":"ok"} fails R5 and nothing else', async 
   t.regex(
     failuresOf(report)[0]?.detail ?? '',
     /^the valid request \(binary mode\) was answered 200 with a body that is not a CloudEvent \(application\/json; charset=utf-8\): \{"status":"ok"\} \(and \d+ more\): a Broker turns that into a 502 and retries, so the hook runs again; answer 202 with an empty body$/,
+  );
+});
+
+/**
+ * A hook whose validator refuses data members it does not know (422), in front of a correct SDK
+ * hook that gets everything else: the mistake R9 exists for, and nothing besides.
+ */
+async function strictFront(t: ExecutionContext, behind: string): Promise<string> {
+  const known = new Set(['action', 'reason', 'revision', 'hook', 'attempt', 'deadline', 'replyTo', 'contributions']);
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+    let data: unknown;
+    try {
+      const json = JSON.parse(body.toString('utf8')) as { data?: unknown };
+      data = String(headers['content-type']).startsWith('application/cloudevents') ? json.data : json;
+    } catch {
+      data = undefined;
+    }
+    const unknown = data && typeof data === 'object' ? Object.keys(data).find((k) => !known.has(k)) : undefined;
+    if (unknown) {
+      res.writeHead(422, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `data has an unknown member "${unknown}"` }));
+      return;
+    }
+    const answer = await fetch(behind, { method: 'POST', headers, body });
+    const relayed = Buffer.from(await answer.arrayBuffer());
+    res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(relayed);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+test('a hook that refuses data members it does not know fails R9 and nothing else', async (t) => {
+  const hook = await hookFor(t, { name: 'db', mode: 'sync', handler: async () => succeed('done') });
+  const report = await runConformance(await strictFront(t, hook.url), { hook: 'db', ...fast });
+  t.deepEqual(
+    failuresOf(report).map((c) => c.rule),
+    ['R9-takes-newer-requests'],
+  );
+  t.regex(
+    failuresOf(report)[0]?.detail ?? '',
+    /^a valid request with data members a newer gate may add answered 422: .*unknown member \\"priority\\".* \(it carries data members a newer gate may add: ignore members you do not know\)/,
   );
 });
 

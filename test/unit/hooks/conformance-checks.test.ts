@@ -20,6 +20,23 @@ test('R1 passes with a final reply and says how it came', (t) => {
   t.is(c.detail, 'the valid request (binary mode): succeeded "ready" posted to replyTo 1.5 s later and 1 progress report');
 });
 
+test('R9 asks of a request with unknown members what R1 asks, and says why it was special', (t) => {
+  const what = { what: 'a valid request with data members a newer gate may add', probe: 'newer' };
+  const ok = checkReplies(answer(202, what), [reply(request, 'succeeded', { message: 'ready' })], 5_000, 'R9-takes-newer-requests');
+  t.like(ok, { rule: 'R9-takes-newer-requests', passed: true });
+  const refused = checkReplies(
+    jsonAnswer(422, { error: 'data has an unknown member "priority"' }, what),
+    [],
+    5_000,
+    'R9-takes-newer-requests',
+  );
+  t.like(refused, { rule: 'R9-takes-newer-requests', passed: false });
+  t.is(
+    refused.detail,
+    'a valid request with data members a newer gate may add answered 422: {"error":"data has an unknown member \\"priority\\""} (it carries data members a newer gate may add: ignore members you do not know): take a valid request (202) or answer it (200 with the completed event); report failures as a "failed" reply, not an HTTP error',
+  );
+});
+
 test('R1 fails on an HTTP error with the status and the advice', (t) => {
   const c = checkReplies(jsonAnswer(500, { error: 'boom' }), [], 30_000);
   t.false(c.passed);

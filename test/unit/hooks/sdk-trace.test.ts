@@ -11,7 +11,8 @@ const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 function request(traceparent?: string): HookRequest {
   return {
     hook: 'db',
-    revision: { namespace: 'shop', name: 'checkout-00002', uid: 'u', labels: {}, annotations: {}, images: [] },
+    version: 2,
+    revision: { namespace: 'shop', name: 'checkout-00002', uid: 'u', labels: {}, annotations: {}, images: [], containers: [] },
     params: {},
     attempt: 1,
     deadline: new Date(Date.now() + 60_000),

@@ -15,11 +15,12 @@ import {
   toBinary,
   toStructured,
 } from '../../../schemas/index.ts';
+import { containers } from '../../support/events.ts';
 import { deadline, hook, revision, runUID } from '../../support/fixtures.ts';
 import { keys } from '../../support/keys.ts';
 
 const HOOK_SOURCE = '/apis/serving.knative.dev/v1/namespaces/shop/services/db-migrate-hook';
-const request = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys });
+const request = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', containers, keys });
 const identity = {
   namespace: 'shop',
   revision: 'checkout-00002',
@@ -110,7 +111,7 @@ test('the reply identity comes from the verified replyid, never from other attri
 
 test('replies the gate did not ask for are refused with 403', (t) => {
   const attacker = new KeyRing([KeyRing.generateKey()]);
-  const forgedRequest = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', keys: attacker });
+  const forgedRequest = buildRequested({ revision, runUID, hook, attempt: 1, deadline, action: 'start', containers, keys: attacker });
   const forged = buildCompleted({ request: forgedRequest, outcome: 'succeeded', source: HOOK_SOURCE });
   t.like(refusal(forged), { code: 'bad-replyid', status: 403 });
   const answer = buildCompleted({ request, outcome: 'succeeded', source: HOOK_SOURCE });

@@ -2,6 +2,7 @@
 // would check them.
 import { readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
+import type { ContainerImage } from '../../../api/types.ts';
 import type { ContractErrorCode } from '../../../schemas/index.ts';
 import { buildRequested, KeyRing, parseCompleted, parseRequested, toBinary } from '../../../schemas/index.ts';
 
@@ -94,6 +95,7 @@ test('the gate builds exactly the start-binary vector from the same inputs', (t)
       labels: Record<string, string>;
       annotations: Record<string, string>;
       images: string[];
+      containers: ContainerImage[];
     };
     hook: { name: string; params: Record<string, unknown> };
     deadline: string;
@@ -105,6 +107,7 @@ test('the gate builds exactly the start-binary vector from the same inputs', (t)
     attempt: 1,
     deadline: data.deadline,
     action: 'start',
+    containers: data.revision.containers,
     keys: KeyRing.fromHex(correlation.keys.primary),
     traceparent: vector.headers['ce-traceparent'],
     time: new Date(vector.headers['ce-time'] ?? ''),
