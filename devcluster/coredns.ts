@@ -65,31 +65,37 @@ export async function grantCoredns(rbac: RbacAuthorizationV1Api): Promise<void> 
   });
 }
 
-/** Service kube-system/kube-dns at `clusterIp`, its endpoint the CoreDNS process on `hostIp`. */
+/**
+ * Service kube-system/kube-dns at `clusterIp` (or, when another Service of the cluster holds that
+ * address, one the apiserver allocates), its endpoint the CoreDNS process on `hostIp`. Returns
+ * the Service's ClusterIP: the kubelet's clusterDNS.
+ */
 export async function publishDnsService(
   core: CoreV1Api,
   discovery: DiscoveryV1Api,
   clusterIp: string,
   hostIp: string,
   nodeName: string,
-): Promise<void> {
+): Promise<string> {
   const namespace = 'kube-system';
   const labels = { 'k8s-app': 'kube-dns', 'app.kubernetes.io/managed-by': MANAGED_BY };
   await core.deleteNamespacedService({ name: 'kube-dns', namespace }).catch(() => undefined);
   await discovery.deleteNamespacedEndpointSlice({ name: 'kube-dns-host', namespace }).catch(() => undefined);
-  await core.createNamespacedService({
-    namespace,
-    body: {
-      metadata: { name: 'kube-dns', labels },
-      spec: {
-        clusterIP: clusterIp,
-        ports: [
-          { name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 },
-          { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 },
-        ],
+  const service = (ip?: string) =>
+    core.createNamespacedService({
+      namespace,
+      body: {
+        metadata: { name: 'kube-dns', labels },
+        spec: {
+          ...(ip ? { clusterIP: ip } : {}),
+          ports: [
+            { name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 },
+            { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 },
+          ],
+        },
       },
-    },
-  });
+    });
+  const created = await service(clusterIp).catch(() => service());
   await discovery.createNamespacedEndpointSlice({
     namespace,
     body: {
@@ -105,4 +111,5 @@ export async function publishDnsService(
       ],
     },
   });
+  return created.spec?.clusterIP ?? clusterIp;
 }

@@ -80,7 +80,7 @@ export function readSysctl(name: string): string | undefined {
 }
 
 function ownerAlive(s: Pick<NodeHostState, 'ownerPid' | 'ownerStartTime'>): boolean {
-  return s.ownerStartTime !== '' && processStartTime(s.ownerPid) === s.ownerStartTime;
+  return s.ownerStartTime !== '' && processStartTime(s.ownerPid) === s.ownerStartTime && alive(s.ownerPid);
 }
 
 function readState(): NodeHostState | undefined {
@@ -372,6 +372,7 @@ export function teardownHost(s: NodeHostState): string[] {
   rmSync(s.dir, { recursive: true, force: true });
   const current = readState();
   if (current && current.ownerPid === s.ownerPid && current.ownerStartTime === s.ownerStartTime) rmSync(stateFile(), { force: true });
+  removeIfEmpty(nodeRoot());
   return notes;
 }
 

@@ -8,9 +8,10 @@
 // Pods land here only when they ask to: the node is tainted (REAL_NODE_TAINT) and labelled;
 // `placement()` gives the nodeSelector and toleration. Images must be imported ones (pull policy
 // Never): `images` names those built by `build-binaries.sh node`.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { accessSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CoreV1Api, DiscoveryV1Api, RbacAuthorizationV1Api, type V1Toleration } from '@kubernetes/client-node';
 import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
 import type { CaFiles } from './certs.ts';
@@ -46,7 +47,7 @@ export interface RealNode {
   /** The bridge address: the Node's InternalIP, where CoreDNS listens. */
   nodeIp: string;
   podCidr: string;
-  /** ClusterIP of kube-system/kube-dns (the kubelet's clusterDNS). */
+  /** ClusterIP of kube-system/kube-dns (the kubelet's clusterDNS): 10.0.0.10 unless taken. */
   dnsServiceIp: string;
   images: { pause: string; testApp: string };
   dir: string;
@@ -160,7 +161,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
   const name = opts.name ?? 'real-node';
   const dir = join(nodeRoot(), `node-${process.pid}`);
   const net = planPodNetwork(dir, opts.podCidr ?? DEFAULT_POD_CIDR, SERVICE_CLUSTER_IP_RANGE);
-  const dnsServiceIp = opts.dnsServiceIp ?? '10.0.0.10';
+  let dnsServiceIp = opts.dnsServiceIp ?? '10.0.0.10';
   checkPodCidrFree(net);
   const cd = containerdLayout(dir);
   const state: NodeHostState = claimHost({
@@ -175,6 +176,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
   const unregisterExitHook = onExit(() => {
     teardownHost(state);
   });
+  startReaper();
 
   const components: Component[] = [];
   let stopping = false;
@@ -257,7 +259,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
       bindNodeRole(rbac, name),
       grantCoredns(rbac),
     ]);
-    await publishDnsService(core, discovery, dnsServiceIp, net.gatewayIp, name);
+    dnsServiceIp = await publishDnsService(core, discovery, dnsServiceIp, net.gatewayIp, name);
 
     launch(
       corednsSpec(binaries.coredns, {
@@ -361,6 +363,26 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
     await removeApiObjects();
     throw err;
   }
+}
+
+/** The reapers' pipes: held here so that no garbage collection closes them while we live. */
+const reaperPipes: unknown[] = [];
+
+/**
+ * A detached process (node-reaper.ts) that tears the node down if this process dies by SIGKILL,
+ * when no exit hook runs: it waits for the end of a pipe only we hold open.
+ */
+function startReaper(): void {
+  const reaper = spawn(
+    process.execPath,
+    ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('./node-reaper.ts', import.meta.url))],
+    { detached: true, stdio: ['pipe', 'ignore', 'ignore'] },
+  );
+  reaper.unref();
+  // Keep the write end open for our whole life, without holding the event loop.
+  (reaper.stdin as unknown as { unref?: () => void }).unref?.();
+  reaper.stdin?.on('error', () => {});
+  reaperPipes.push(reaper.stdin);
 }
 
 /** Cordons the node, deletes its pods and waits (bounded) until containerd runs no task. */
