@@ -377,14 +377,13 @@ export function teardownHost(s: NodeHostState): string[] {
 }
 
 /** What is left on the host of a node, for tests and the reaper: empty when it is clean. */
-export function hostLeftovers(s: Pick<NodeHostState, 'bridge' | 'guardChain' | 'dir' | 'containerdAddress' | 'sysctls'>): string[] {
+export function hostLeftovers(s: Pick<NodeHostState, 'bridge' | 'guardChain' | 'dir' | 'sysctls'>): string[] {
   const left: string[] = [];
-  const names = new Set(['kubelet', 'kube-proxy', 'containerd', 'coredns']);
+  // Ours, and only ours: every part of the node gets a path in the node dir on its command line
+  // (containerd and the kubelet their config, the shims containerd's socket, ...).
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    const exe = cmdline(pid)[0] ?? '';
-    const base = exe.split('/').pop() ?? '';
-    if (names.has(base) || (base === 'containerd-shim-runc-v2' && cmdline(pid).includes(s.containerdAddress)))
-      left.push(`process ${base}[${pid}]`);
+    const args = cmdline(pid);
+    if (args.some((a) => a.includes(s.dir))) left.push(`process ${args[0]?.split('/').pop()}[${pid}]`);
   }
   if (existsSync(`/sys/class/net/${s.bridge}`)) left.push(`bridge ${s.bridge}`);
   for (const bin of ['iptables', 'ip6tables'] as const)

@@ -5,6 +5,8 @@
 // pod reaches it by its Service's DNS name; a killed container is restarted; and once the node
 // stops, nothing of it is left on the host (processes, bridge, iptables chains, sysctls).
 // Traffic goes only to the bridge's pods and to ClusterIPs that kube-proxy sends there.
+
+import { readdirSync, readFileSync } from 'node:fs';
 import { AppsV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
 import { containerdLayout, ctr } from '../../devcluster/containerd.ts';
@@ -182,11 +184,31 @@ test.serial('a killed container is restarted by the kubelet', async (t) => {
   t.is(answer.hostname, before.metadata?.name ?? '');
 });
 
+/** Live processes (zombies aside) by command name, as `ps -eo comm` shows them. */
+function running(names: string[]): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      if (state !== 'Z' && names.includes(comm)) found.push(`${comm}[${pid}]`);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+const NODE_PROCESSES = ['kubelet', 'kube-proxy', 'containerd', 'containerd-shim', 'coredns', 'pause', 'test-app'];
+
 test.serial('stop() leaves nothing of the node on the host', async (t) => {
   if (!node) return t.fail('no node');
   const duringRun = readSysctl('kernel.panic_on_oops');
+  t.true(running(NODE_PROCESSES).length >= 6, running(NODE_PROCESSES).join(' '));
   await node.stop();
   t.deepEqual(node.leftovers(), []);
+  t.deepEqual(running(NODE_PROCESSES), []);
   for (const s of WATCHED_SYSCTLS) t.is(readSysctl(s), sysctlsBefore[s], `sysctl ${s}`);
   t.deepEqual(iptablesChains('iptables', ['KUBE-', 'KPNODE-']), []);
   t.deepEqual(iptablesChains('ip6tables', ['KUBE-', 'KPNODE-']), []);
