@@ -51,6 +51,7 @@ function makeReplies(count: number) {
       attempt: 1,
       deadline: new Date(Date.now() + 3600_000),
       action: 'start',
+      containers: [{ name: 'user-container', image: 'img', digest: `registry.local/img@sha256:${'0'.repeat(64)}` }],
       keys,
     });
     return buildCompleted({ request, outcome: 'succeeded', message: `done ${i}`, source: 'https://hooks.bench/db' });
