@@ -353,22 +353,20 @@ async function pokeAndWait(name: string, value: string): Promise<void> {
   });
 }
 
-/** Whether the apiserver refuses the tenant a hold label on a Deployment now (a dry run). */
-const holdPolicyRefuses = () =>
-  refusal(
-    tenant.makeApiClient(AppsV1Api).createNamespacedDeployment({
-      namespace: env.namespace,
-      dryRun: 'All',
-      body: {
-        ...foreignDeployment(
-          { metadata: { name: 'probe', uid: 'probe' } },
-          { apiVersion: 'example.com/v1', kind: 'Foo' },
-          { 'prestart.dev/hold': 'false' },
-        ),
-        metadata: { name: 'hold-probe', labels: { 'prestart.dev/hold': 'false' } },
-      },
-    }),
-  ).then((r) => r?.code === 403);
+/** Whether the apiserver refuses the tenant a hold label on a Deployment of their own now (a dry run). */
+const holdPolicyRefuses = () => {
+  const pods = { app: 'hold-probe' };
+  const body: V1Deployment = {
+    metadata: { name: 'hold-probe', labels: { 'prestart.dev/hold': 'false' } },
+    spec: {
+      selector: { matchLabels: pods },
+      template: { metadata: { labels: pods }, spec: { containers: [{ name: 'c', image: 'dev.local/x:v1' }] } },
+    },
+  };
+  return refusal(tenant.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: env.namespace, dryRun: 'All', body })).then(
+    (r) => r?.code === 403,
+  );
+};
 
 /** A tenant's status write to a Knative object (merge patch of the status subresource, as `kubectl patch --subresource=status`). */
 const tenantStatus = (plural: string, name: string, status: object, dryRun?: boolean) =>
