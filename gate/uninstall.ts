@@ -42,11 +42,12 @@ const FIELD_MANAGER = 'knative-prestart-uninstall';
 
 /**
  * What --keep-held leaves in place so held Revisions stay held: the hold itself, who may lift it
- * (the verb `release`), and that only Knative makes a Revision's Deployment (config/200-hold-policy.yaml,
+ * (the verb `release`), that only Knative makes a Revision's Deployment, and that only Knative
+ * writes the status it builds Deployments from (the resolved digests) (config/200-hold-policy.yaml,
  * config/300-rbac.yaml; a unit test keeps these names in step with those files).
  */
 export const KEPT_FOR_HELD = {
-  policies: ['prestart-hold-deployments', 'prestart-protect-revisions', 'prestart-revision-deployments'],
+  policies: ['prestart-hold-deployments', 'prestart-protect-revisions', 'prestart-revision-deployments', 'prestart-knative-status'],
   clusterRoles: ['knative-prestart-force-release', 'knative-prestart-knative-serving'],
   clusterRoleBindings: ['knative-prestart-knative-serving'],
 } as const;

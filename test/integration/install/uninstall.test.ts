@@ -154,7 +154,12 @@ test.serial('--keep-held: held Revisions stay held, yet they and their namespace
   const done = await uninstallForReal(t, '--keep-held');
   t.regex(done, /knative-prestart is uninstalled\./);
   t.regex(done, /rolebinding shop\/prestart-hook-secret/);
-  await nothingLeft(t, ['prestart-hold-deployments', 'prestart-protect-revisions', 'prestart-revision-deployments']);
+  await nothingLeft(t, [
+    'prestart-hold-deployments',
+    'prestart-knative-status',
+    'prestart-protect-revisions',
+    'prestart-revision-deployments',
+  ]);
 
   const cart = await shop.getRevision('cart-00001');
   t.true(isHeld(cart), 'still held');
