@@ -15,6 +15,7 @@ import type { NatsSink } from '../sinks/nats.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
+import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './shell/broker-namespaces.ts';
 import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './shell/caches.ts';
 import { type Clock, systemClock } from './shell/clock.ts';
 import type { RequestObserver } from './shell/connections.ts';
@@ -156,7 +157,14 @@ export async function startGate(
   // Triggers are wired by the leader only; every hook change asks for a pass.
   let triggers: TriggerReconcilerHandle | undefined;
   const triggerConfig = config.triggers;
-  const hooksChanged = () => triggers?.hooksChanged();
+  // So is the check of who may read a Broker's requests (issue 20): at the start of a term, on
+  // every hook change, and every 5 minutes; it reports the gauge and Events, and blocks nothing.
+  let brokerCheck: BrokerNamespaceCheck | undefined;
+  metrics.brokerNamespaces(() => brokerCheck?.gauges() ?? []);
+  const hooksChanged = () => {
+    triggers?.hooksChanged();
+    brokerCheck?.hooksChanged();
+  };
   for (const verb of ['add', 'update', 'delete'] as const) caches.hooks.on(verb, hooksChanged);
   // One controller for the life of the process; each term of leadership starts and stops it.
   const controller = new Controller({
@@ -186,10 +194,19 @@ export async function startGate(
             namespaces: triggerConfig.namespaces,
           });
         }
+        brokerCheck = startBrokerNamespaceCheck({
+          kc,
+          hooks: () => caches.hooks.list(),
+          gateNamespace: config.namespace,
+          ...(triggerConfig?.namespaces ? { namespaces: triggerConfig.namespaces } : {}),
+          log,
+        });
       },
       onStoppedLeading: () => {
         void triggers?.stop();
         triggers = undefined;
+        void brokerCheck?.stop();
+        brokerCheck = undefined;
         void controller.stop();
       },
     },
@@ -210,6 +227,7 @@ export async function startGate(
     async stop() {
       await leader.stop();
       await triggers?.stop();
+      await brokerCheck?.stop();
       await controller.stop();
       await natsSink?.stop();
       tls.stop();

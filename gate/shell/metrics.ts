@@ -3,6 +3,8 @@
 //
 // Labels are bounded: hook (PrestartHook names, which admins create), transport, outcome, phase,
 // webhook, verdict, and the apiserver's verb, resource and status code of the gate's own calls. Never a Revision or a namespace: those grow without bound.
+// (One exception: the namespace and name of a Broker that PrestartHooks deliver through, as many
+// as the hooks admins create.)
 //
 // Who reports what: every replica counts what it does itself (admissions, requests it sends,
 // replies its sinks take). Transitions (attempts ended, resends, retries, runs released...) are
@@ -11,6 +13,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
+import type { BrokerGauge } from '../core/broker-namespace.ts';
 import type { RequestObserver } from './connections.ts';
 import { kubeRequestKind } from './kube-requests.ts';
 import { RunObserver } from './observer.ts';
@@ -39,6 +42,8 @@ export interface Metrics {
   queue: QueueInstruments;
   /** The hold gauges read `source` while `isLeader()`; called once the caches exist. */
   watch(source: HoldSource, isLeader: () => boolean): void;
+  /** The Broker namespace gauge reads `source` at scrape time while the replica leads (gate/shell/broker-namespaces.ts). */
+  brokerNamespaces(source: () => readonly BrokerGauge[]): void;
   /** A leadership term starts with this queue: the observer forgets the last term, the queue reports here. */
   startTerm(queue: { readonly length: number; instruments?: QueueInstruments }): void;
 }
@@ -57,6 +62,7 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
   let source: HoldSource | undefined;
   let leading: () => boolean = () => false;
   let depth: (() => number) | undefined;
+  let brokers: () => readonly BrokerGauge[] = () => [];
   let lastView: { at: number; view: HoldView } | undefined;
   // Three gauges read the same view in one scrape: compute it once per scrape.
   const view = (s: HoldSource): HoldView => {
@@ -151,6 +157,21 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
   });
 
+  new Gauge({
+    name: 'prestart_gate_broker_namespace_open',
+    help:
+      'Subjects from outside the namespace of a Broker that PrestartHooks deliver through (system:authenticated, system:unauthenticated, ' +
+      'system:serviceaccounts[:other namespace], ServiceAccounts of other namespaces) that may create Triggers there, and so read every ' +
+      'request the Broker carries: 0 when none, -1 when the last check failed (reported by the leader, checked every 5 minutes)',
+    labelNames: ['namespace', 'broker'] as const,
+    registers,
+    collect() {
+      this.reset();
+      if (!leading()) return;
+      for (const b of brokers()) this.set({ namespace: b.namespace, broker: b.name }, b.value);
+    },
+  });
+
   const queueAdds = new Counter({ name: 'prestart_gate_workqueue_adds_total', help: 'Keys added to the work queue', registers });
   const queueRetries = new Counter({
     name: 'prestart_gate_workqueue_retries_total',
@@ -241,6 +262,9 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     watch(s, isLeader) {
       source = s;
       leading = isLeader;
+    },
+    brokerNamespaces(source) {
+      brokers = source;
     },
     startTerm(queue) {
       this.observer.reset();

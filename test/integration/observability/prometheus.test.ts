@@ -134,7 +134,7 @@ test.serial('a scripted run reads back from Prometheus as it happened', async (t
 
 test.serial('the example alert rules pass promtool and evaluate on Prometheus without error', async (t) => {
   const { stdout } = await promisify(execFile)('promtool', ['check', 'rules', RULES]);
-  t.regex(stdout, /SUCCESS: 6 rules found/);
+  t.regex(stdout, /SUCCESS: 7 rules found/);
   const rules = await waitFor(
     async () => {
       const all = await prom.rules();
@@ -146,7 +146,7 @@ test.serial('the example alert rules pass promtool and evaluate on Prometheus wi
     rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.lastError}`),
     [],
   );
-  t.is(rules.length, 6);
+  t.is(rules.length, 7);
 });
 
 interface Panel {
