@@ -3,6 +3,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type {
   Condition,
+  ContainerImage,
   PrestartHook,
   PrestartHookSpec,
   PrestartRunSpec,
@@ -31,9 +32,23 @@ export function watchPath(r: Resource): string {
   return `/apis/${r.group}/${r.version}/${r.plural}`;
 }
 
+/** A container as a Revision's spec names it, and the digest Knative's status records for it. */
+export interface RevisionContainer {
+  name?: string;
+  image?: string;
+}
+export interface RevisionContainerStatus {
+  name?: string;
+  /** Empty or absent for a registry in config-deployment's registries-skipping-tag-resolving. */
+  imageDigest?: string;
+}
 export interface RevisionObject extends KubernetesObject {
-  spec?: { containers?: Array<{ name?: string; image?: string }> };
-  status?: { conditions?: Condition[] };
+  spec?: { containers?: RevisionContainer[]; initContainers?: RevisionContainer[] };
+  status?: {
+    conditions?: Condition[];
+    containerStatuses?: RevisionContainerStatus[];
+    initContainerStatuses?: RevisionContainerStatus[];
+  };
 }
 export interface RouteObject extends KubernetesObject {
   spec?: { traffic?: Array<{ revisionName?: string }> };
@@ -58,6 +73,7 @@ export function splitKey(key: string): { namespace: string; name: string } {
 export function toRevisionView(obj: RevisionObject): RevisionView {
   const md = obj.metadata ?? {};
   const labels = md.labels ?? {};
+  const containers = resolvedContainers(obj);
   return {
     namespace: md.namespace ?? '',
     name: md.name ?? '',
@@ -67,11 +83,50 @@ export function toRevisionView(obj: RevisionObject): RevisionView {
     labels,
     annotations: md.annotations ?? {},
     images: (obj.spec?.containers ?? []).flatMap((c) => (c.image ? [c.image] : [])),
+    ...(containers === undefined ? {} : { containers }),
     createdAt: md.creationTimestamp ? new Date(md.creationTimestamp) : new Date(0),
     deleting: md.deletionTimestamp !== undefined && md.deletionTimestamp !== null,
     finalizers: md.finalizers ?? [],
     conditions: obj.status?.conditions ?? [],
   };
+}
+
+/**
+ * True once Knative has resolved the digest of every container, by its own test (knative.dev/serving
+ * v0.50.0 pkg/reconciler/revision/revision.go reconcileDigest: as many statuses as containers; it
+ * counts containers and init containers together, the gate counts each list apart, which is
+ * stricter: a status Knative never writes is never taken as resolved). Knative builds the
+ * Deployment only after this test passes, and from these statuses.
+ */
+export function digestsResolved(obj: Pick<RevisionObject, 'spec' | 'status'>): boolean {
+  const statuses = obj.status?.containerStatuses;
+  return (
+    statuses !== undefined &&
+    statuses.length === (obj.spec?.containers ?? []).length &&
+    (obj.status?.initContainerStatuses ?? []).length === (obj.spec?.initContainers ?? []).length
+  );
+}
+
+/**
+ * Every container with the digest Knative resolved for it, once it resolved them all; undefined
+ * before. Paired by position, as Knative pairs them (the status of container i is
+ * status.containerStatuses[i] in resources/deploy.go BuildUserContainers, whatever its name).
+ * An empty imageDigest (a registry Knative skips) leaves `digest` out: the image runs as written.
+ */
+export function resolvedContainers(obj: Pick<RevisionObject, 'spec' | 'status'>): ContainerImage[] | undefined {
+  if (!digestsResolved(obj)) return undefined;
+  const one = (c: RevisionContainer, s: RevisionContainerStatus | undefined, init: boolean): ContainerImage => ({
+    name: c.name ?? '',
+    image: c.image ?? '',
+    ...(s?.imageDigest ? { digest: s.imageDigest } : {}),
+    ...(init ? { init: true } : {}),
+  });
+  const statuses = obj.status?.containerStatuses ?? [];
+  const initStatuses = obj.status?.initContainerStatuses ?? [];
+  return [
+    ...(obj.spec?.containers ?? []).map((c, i) => one(c, statuses[i], false)),
+    ...(obj.spec?.initContainers ?? []).map((c, i) => one(c, initStatuses[i], true)),
+  ];
 }
 
 export function toHook(obj: HookObject): PrestartHook {

@@ -55,6 +55,12 @@ export const EVENT_REASON_LABEL = 'prestart.dev/event-reason';
  * and never reads, so this condition can never turn Knative's Ready False.
  */
 export const PRESTART_CONDITION = 'PrestartHooksReady';
+/**
+ * Knative's Revision conditions that say why it could not resolve the images' digests: its
+ * reconcileDigest marks ContainerHealthy False (reason ContainerMissing) and retries by itself.
+ * A run waiting for the digests shows the first of these that is False (gate/core/containers.ts).
+ */
+export const RESOLUTION_CONDITIONS: readonly string[] = ['ContainerHealthy', 'ResourcesAvailable'];
 
 export type FailurePolicy = 'Fail' | 'Ignore';
 export type HookMode = 'Enforce' | 'Audit';
@@ -121,6 +127,29 @@ export interface PrestartHook {
   spec: PrestartHookSpec;
 }
 
+/**
+ * One container of a Revision as Knative will run it: the image its spec names and the digest
+ * Knative resolved for it (status.containerStatuses / status.initContainerStatuses, paired by
+ * position as Knative pairs them: api/resources.ts resolvedContainers). Knative builds the
+ * Deployment's containers from `digest` when it is set, from `image` otherwise. Init containers:
+ * Knative v0.50.0 resolves their digests but keeps the spec's image in the pod (resources/deploy.go
+ * BuildPodSpec), so `digest` is what their tag named when Knative resolved it.
+ */
+export interface ContainerImage {
+  /** The container's name in the Revision's spec (Knative names an unnamed single container user-container). */
+  name: string;
+  /** As written in the Revision's spec (a tag, or already a digest). */
+  image: string;
+  /**
+   * Knative's resolved reference (`repository@sha256:...`). Absent when Knative does not resolve
+   * the image's registry (config-deployment `registries-skipping-tag-resolving`, default
+   * kind.local, ko.local, dev.local): Knative then runs `image` exactly as written.
+   */
+  digest?: string;
+  /** An init container (spec.initContainers). */
+  init?: boolean;
+}
+
 export interface RevisionView {
   namespace: string;
   name: string;
@@ -130,6 +159,12 @@ export interface RevisionView {
   labels: Record<string, string>;
   annotations: Record<string, string>;
   images: string[];
+  /**
+   * Every container with the digest Knative resolved, once Knative has resolved them all (its own
+   * test: as many statuses as containers, and init containers alike; api/resources.ts
+   * digestsResolved); undefined until then. Containers first, then init containers.
+   */
+  containers?: ContainerImage[];
   createdAt: Date;
   deleting: boolean;
   finalizers: string[];
@@ -204,6 +239,13 @@ export interface PrestartRunSpec {
    * (gate/core/first-stage.ts). Absent on a run that started Pending, or made by an earlier release.
    */
   startedAt?: string;
+  /**
+   * What the hooks were asked about: the Revision's containers with Knative's resolved digests,
+   * recorded before the first request is sent. The gate releases only while the Revision's
+   * resolved containers still equal these. Absent on a run made by an earlier release, and on a
+   * new run until Knative has resolved every digest (no request goes out before).
+   */
+  containers?: ContainerImage[];
 }
 
 export interface PrestartRunStatus {

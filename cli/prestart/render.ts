@@ -66,6 +66,12 @@ export function renderRunTree(run: RunObject, now: Date): string {
     `Status:     ${MARK[phase] ?? '?'} ${phase}${status?.summary ? ` (${status.summary} hooks succeeded)` : ''}`,
   ];
   if (ready?.message) lines.push(`Message:    ${ready.message}`);
+  // What the hooks were asked about, and what the Revision is released with (issue 20).
+  for (const [i, c] of (run.spec?.containers ?? []).entries()) {
+    const what = c.digest ?? `${c.image} (as written: Knative does not resolve its registry)`;
+    const label = (i === 0 ? 'Images:' : '').padEnd(12);
+    lines.push(`${label}${c.init ? 'init ' : ''}${c.name}  ${what}`);
+  }
   lines.push('', `${md.name ?? ''} (PrestartRun)`);
   const rows = rowsOf(run);
   const orders = [...new Set(rows.map((r) => r.snapshot?.order))];

@@ -27,6 +27,12 @@ export interface RevisionOptions {
   generation?: number;
   /** Who creates it (a tenant, say); default the admin. */
   kc?: KubeConfig;
+  /**
+   * The status.containerStatuses Knative's revision reconciler writes once it resolved the digests
+   * (the gate asks no hook before): default one user-container without a digest, as Knative
+   * writes it for dev.local, a registry it skips; false: none yet (a test writes them later).
+   */
+  containerStatuses?: false | Array<{ name?: string; imageDigest?: string }>;
 }
 
 export type DeploymentAttempt = { created: true } | { created: false; status: number; message: string };
@@ -61,11 +67,18 @@ export function revisionMethods(admin: KubeConfig, namespace: string): RevisionM
   return {
     async createRevision(name, opts = {}) {
       const api = (opts.kc ?? admin).makeApiClient(CustomObjectsApi);
-      return (await api.createNamespacedCustomObject({
+      const created = (await api.createNamespacedCustomObject({
         ...REVISIONS,
         namespace,
         body: revisionBody(namespace, name, opts),
       })) as RevisionObject;
+      const containerStatuses = opts.containerStatuses ?? [{ name: 'user-container' }];
+      if (containerStatuses === false) return created;
+      // What Knative's reconcileDigest writes next, as Knative (here: the admin) through the status subresource.
+      return (await custom.patchNamespacedCustomObjectStatus(
+        { ...REVISIONS, namespace, name, body: { status: { containerStatuses } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )) as RevisionObject;
     },
     getRevision,
     waitReleased(name, timeoutMs = 30_000) {

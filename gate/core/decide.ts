@@ -28,7 +28,18 @@
  * |    |                                                  | nothing is requested and rule 11 follows (hold reason, event); |
  * |    |                                                  | the same when nothing holds (no hooks, or only Audit ones: the |
  * |    |                                                  | release is rule 11's) or rule 10 will cancel it (superseded).  |
+ * |    |                                                  | spec.containers = revision.containers: what the hooks are      |
+ * |    |                                                  | asked about (issue 20). Not known yet (Knative has not         |
+ * |    |                                                  | resolved every digest): nothing for DIGEST_GRACE_MS after the  |
+ * |    |                                                  | Revision's creation (requeue; Knative's status update wakes it |
+ * |    |                                                  | sooner), then createRun without containers, Pending, Ready     |
+ * |    |                                                  | Unknown ResolvingDigests, or False with Knative's reason and   |
+ * |    |                                                  | message when its ContainerHealthy/ResourcesAvailable is False  |
+ * |    |                                                  | (resolution failed; Knative retries): nothing is requested.    |
  * | 8  | held, run Released                               | release again (idempotent; stale cache or interrupted release) |
+ * |    |                                                  | guarded by the run's spec.containers; when Knative's digests   |
+ * |    |                                                  | differ: no release, hold reason ImagesChanged + Warning event  |
+ * |    |                                                  | (the run is not written: Released is final, cached slim)       |
  * | 9  | held, run Cancelled                              | keep the hold reason; a cancelled run is final (delete the     |
  * |    |                                                  | PrestartRun to start over)                                     |
  * | 10 | held, superseded, not named by traffic           | as rule 1 with reason "superseded by <name>", no finalizer     |
@@ -36,6 +47,14 @@
  * | 11 | held, run in progress                            | the steps below                                                |
  *
  * Rule 11, step by step on a working copy of the status:
+ *   0. containers (issue 20). The run records none and Knative has not resolved every digest ->
+ *      only the Ready condition says what it waits for (as rule 7; a Failed run keeps its failure):
+ *      nothing is requested, resent, timed out or released, since a request must name what will
+ *      run. The run records none and Knative has resolved them -> recordContainers first, before
+ *      any status write or send (record, then send). A run made by an earlier release (hooks
+ *      already asked about the spec's images only) takes the same road: on upgrade it records
+ *      the digests Knative reports then, unchecked, and is held to them from there on; its
+ *      hooks are not asked again. What was resolved before the upgrade is not known to the gate.
  *   a. retry token new (!== observedRetry): Failed/TimedOut hooks -> Pending, attempt+1, fields
  *      cleared; observedRetry = token; Normal Retrying. Hooks not found at start cannot retry.
  *   b. Requested, last sent before this replica began to lead (leaderSince), deadline earlier than
@@ -58,9 +77,19 @@
  *      requestedAt = lastSentAt = now, deadline = now + timeout, and one sendRequest each. A new
  *      run's first stage is requested this way in the status it is created with (rule 7).
  *   d. phase: any blocking -> Failed; all passed -> Released; all Pending -> Pending; else Running.
- *   e. Released: [setHoldReason(undefined) if set], release(inject), updateRunStatus, Normal
- *      Released. Release goes first so the Revision starts as early as possible; a crash before
- *      the status write is finished by rule 4 (or rule 8 if the informer is stale).
+ *      Released, but revision.containers (unknown now, or any name, image or digest) differs from
+ *      spec.containers -> Failed, Ready False ImagesChanged naming each container's recorded and
+ *      current digest, hold reason with the remedy (delete the PrestartRun: a new run asks every
+ *      hook about what will run), Warning ImagesChanged. The run fails rather than start over
+ *      by itself: a digest that moves after the hooks answered is a tenant writing Knative's
+ *      status or a tag moving mid-scan, and either deserves a person's look, not a silent re-run
+ *      (which a tenant could repeat at will). Final: kept from the stored condition, even if the
+ *      digests come back; a retry annotation does not lift it.
+ *   e. Released: [setHoldReason(undefined) if set], release(inject, containers), updateRunStatus,
+ *      Normal Released. Release goes first so the Revision starts as early as possible; a crash
+ *      before the status write is finished by rule 4 (or rule 8 if the informer is stale). The
+ *      release patch tests that Knative's status digests are still spec.containers (apply.ts
+ *      releaseOps), so a status write racing the decision fails it and the core looks again.
  *      Otherwise: updateRunStatus (only when it differs from the observed status), the sends
  *      (record, then send: a reply can never arrive for an attempt the status does not know),
  *      setHoldReason (failure line with the retry command when Failed, cleared otherwise; only
@@ -76,12 +105,17 @@
  * UID is known only once the create returns, so its first requests are createRun.requests, which
  * the shell sends once the run recording them (spec.startedAt) is created, named by it.
  *
+ * Every request carries the run's spec.containers (the shell reads them from the run it wrote or
+ * created, never from the Revision). The admin's break glass (force-release.ts) releases without
+ * the digest check, as it does without the hooks.
+ *
  * Cancels are recorded before they are sent, and the finalizer goes before them too: a hook that
  * cannot be reached must never keep a Revision from being deleted, so a cancel is best effort.
  */
 
 import {
   CANCEL_FINALIZER,
+  type ContainerImage,
   HOLD_LABEL,
   HOOKS_ANNOTATION,
   type HookSnapshot,
@@ -92,6 +126,7 @@ import {
   REASON_ANNOTATION,
   RETRY_ANNOTATION,
 } from '../../api/types.ts';
+import { IMAGES_CHANGED, imagesChangedCondition, imagesChangedMessage, sameContainers, waitingForDigests } from './containers.ts';
 import { runStatusOf, type SendClock, STARTED_STATUS_DELAY_MS, startFirstStage, startStage } from './first-stage.ts';
 import { idRunUID } from './reply.ts';
 import { expired, expireOrResend, nextWakeup } from './resend.ts';
@@ -122,6 +157,14 @@ import type { Action, Decision, Observed } from './types.ts';
 /** How long to wait before looking again when a run of an older Revision with this name still exists. */
 export const FOREIGN_RUN_REQUEUE_MS = 10_000;
 
+/**
+ * How long after its creation a held Revision's run waits for Knative to resolve the digests
+ * before it is created without them (Pending, ResolvingDigests). Knative's status update wakes
+ * the Revision as soon as they are there; creationTimestamp has whole seconds, so the wait is
+ * 1 to 2 s from the real moment.
+ */
+export const DIGEST_GRACE_MS = 2_000;
+
 export function decide(o: Observed): Decision {
   const { revision } = o;
   const run = o.run?.spec.revisionUID === revision.uid ? o.run : undefined;
@@ -131,9 +174,7 @@ export function decide(o: Observed): Decision {
   if (!held) return run ? finishRelease(o, run) : { actions: [] };
   if (!run) return createRun(o);
   const status = run.status;
-  if (status?.phase === 'Released') {
-    return { actions: [...holdReasonActions(o, undefined), { type: 'release', inject: hasContributions(status) }] };
-  }
+  if (status?.phase === 'Released') return releaseAgain(o, run, status);
   if (status?.phase === 'Cancelled') {
     return { actions: holdReasonActions(o, cancelledHoldReason(readyOf(status)?.message)) };
   }
@@ -187,6 +228,22 @@ function createRun(o: Observed): Decision {
     }
   }
   const spec: PrestartRunSpec = { revisionUID: revision.uid, hooks: snapshots };
+  if (!revision.containers) {
+    // Nothing is asked before the run records what will run (issue 20). Knative resolves the
+    // digests in the background right after the create: a moment's wait keeps the common case
+    // to one create that records the containers and the first requests together (issue 14).
+    const wait = revision.createdAt.getTime() + DIGEST_GRACE_MS - o.now.getTime();
+    if (wait > 0) return { actions: [], requeueAfterMs: Math.min(wait, DIGEST_GRACE_MS) };
+    // Longer, the run waits, Pending, saying so; rule 11 records the containers once Knative has them.
+    const status: PrestartRunStatus = {
+      phase: 'Pending',
+      hooks,
+      conditions: setCondition([], waitingForDigests(revision), o.now.toISOString()),
+      summary: summaryOf(hooks),
+    };
+    return { actions: [{ type: 'createRun', spec, status, storeStatus: true, requests: [] }, ...holdReasonActions(o, undefined)] };
+  }
+  spec.containers = revision.containers;
   const started = createStarted(o, spec, hooks);
   if (started) return started;
   const status: PrestartRunStatus = {
@@ -196,6 +253,40 @@ function createRun(o: Observed): Decision {
     summary: summaryOf(hooks),
   };
   return { actions: [{ type: 'createRun', spec, status, storeStatus: true, requests: [] }] };
+}
+
+/**
+ * Rule 8: a held Revision whose run is Released is released again, guarded by the containers the
+ * run recorded, and only while Knative's digests are still those. When they are not, the
+ * Revision stays held and says why; the run is not written (Released is final, and cached slim).
+ */
+function releaseAgain(o: Observed, run: PrestartRunView, status: PrestartRunStatus): Decision {
+  const recorded = run.spec.containers;
+  if (recorded && !sameContainers(recorded, o.revision.containers)) {
+    const reason = imagesChangedHoldReason(run, imagesChangedMessage(recorded, o.revision.containers));
+    const actions = holdReasonActions(o, reason);
+    if (actions.length > 0) actions.push(event('Warning', IMAGES_CHANGED, reason));
+    return { actions };
+  }
+  return { actions: [...holdReasonActions(o, undefined), releaseAction(hasContributions(status), recorded)] };
+}
+
+function releaseAction(inject: boolean, containers: ContainerImage[] | undefined): Action {
+  return containers ? { type: 'release', inject, containers } : { type: 'release', inject };
+}
+
+/**
+ * Rule 11 before anything else, for a run that recorded no containers while Knative has not
+ * resolved every digest: nothing is asked, sent, timed out or released (a run of an earlier
+ * release included: its requests would go out without the containers), and the run's Ready
+ * condition says what it waits for. Knative's own status update wakes the Revision.
+ */
+function awaitDigests(o: Observed, run: PrestartRunView): Decision {
+  const base = baseStatus(o, run);
+  // A run that already failed keeps its failure; it is what the hold reason shows.
+  if (base.phase === 'Failed') return { actions: [] };
+  const status = compact({ ...base, conditions: setCondition(base.conditions, waitingForDigests(o.revision), o.now.toISOString()) });
+  return { actions: jsonEqual(run.status, status) ? [] : [{ type: 'updateRunStatus', status }] };
 }
 
 /**
@@ -301,6 +392,12 @@ function cancel(o: Observed, run: PrestartRunView, why: string, deleting: boolea
 }
 
 function advance(o: Observed, run: PrestartRunView): Decision {
+  const recorded = run.spec.containers;
+  const current = o.revision.containers;
+  if (!recorded && !current) return awaitDigests(o, run);
+  // What the hooks are asked about: recorded first, in the list's first write (record, then send).
+  const containers = (recorded ?? current) as ContainerImage[];
+  const record: Action[] = recorded ? [] : [{ type: 'recordContainers', containers }];
   const now = o.now.getTime();
   const nowIso = o.now.toISOString();
   const prev = run.status;
@@ -330,9 +427,19 @@ function advance(o: Observed, run: PrestartRunView): Decision {
   entries = entries.map((e) => expireOrResend(e, clock, sends));
   entries = startStage(entries, clock, sends);
 
-  const phase = derivePhase(entries);
+  let phase = derivePhase(entries);
+  let ready = readyFor(phase, entries);
+  // Step d': the digests changed after the hooks were asked -> Failed, never released; and final
+  // (kept from the stored condition): only a new run, which asks every hook again, releases.
+  const changedBefore = base.phase === 'Failed' && readyOf(base)?.reason === IMAGES_CHANGED ? readyOf(base) : undefined;
+  const imagesChanged =
+    changedBefore ??
+    (phase === 'Released' && !sameContainers(containers, current) ? imagesChangedCondition(containers, current) : undefined);
+  if (imagesChanged) {
+    phase = 'Failed';
+    ready = imagesChanged;
+  }
   const hooks = entries.map((e) => e.status);
-  const ready = readyFor(phase, entries);
   const status: PrestartRunStatus = compact({
     phase,
     hooks,
@@ -353,17 +460,22 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     }
   }
 
-  const actions: Action[] = [];
+  const actions: Action[] = [...record];
   if (phase === 'Released') {
     actions.push(...holdReasonActions(o, undefined));
-    actions.push({ type: 'release', inject: hasContributions(status) });
+    actions.push(releaseAction(hasContributions(status), containers));
     if (changed) actions.push({ type: 'updateRunStatus', status });
     actions.push(...sends); // issue 12: Audit hooks requested as the Revision is released (record, then send)
     events.push(event('Normal', 'Released', ready.message ?? ''));
   } else {
     if (changed) actions.push({ type: 'updateRunStatus', status });
     actions.push(...sends);
-    const reason = phase === 'Failed' ? failureHoldReason(run, entries) : undefined;
+    const reason =
+      phase !== 'Failed'
+        ? undefined
+        : imagesChanged
+          ? imagesChangedHoldReason(run, imagesChanged.message ?? '')
+          : failureHoldReason(run, entries);
     actions.push(...holdReasonActions(o, reason));
     if (phase === 'Failed' && reason !== undefined && newlyFailed(prev, ready)) {
       events.push(event('Warning', ready.reason ?? 'HookFailed', reason));
@@ -396,6 +508,11 @@ function failureHoldReason(run: PrestartRunView, entries: readonly HookEntry[]):
 }
 
 /** A token the admin can copy: the next attempt number, made different from the one already acted on. */
+/** The images changed after the hooks were asked: only a new run (every hook again, on what will run) can release. */
+function imagesChangedHoldReason(run: PrestartRunView, what: string): string {
+  return `${what}; to run every hook on what will run: kubectl delete prestartrun ${run.name} -n ${run.namespace}`;
+}
+
 function nextRetryToken(blocking: readonly HookEntry[], current: string | undefined): string {
   const next = Math.max(1, ...blocking.map((e) => e.status.attempt)) + 1;
   return String(next) === current ? `${next}-again` : String(next);

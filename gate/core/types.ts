@@ -2,6 +2,7 @@
 // types it decides over live in api/types.ts, the floor every layer shares.
 import type {
   Condition,
+  ContainerImage,
   HookSnapshot,
   PrestartHook,
   PrestartRunSpec,
@@ -52,11 +53,22 @@ export type Action =
    */
   | { type: 'createRun'; spec: PrestartRunSpec; status: PrestartRunStatus; storeStatus: boolean; requests: FirstRequest[] }
   | { type: 'updateRunStatus'; status: PrestartRunStatus }
+  /**
+   * Write spec.containers on the run (its only spec change, once, while absent: the CRD's rule):
+   * what the hooks are asked about, stored before anything asks them (record, then send).
+   */
+  | { type: 'recordContainers'; containers: ContainerImage[] }
   /** Sent after the status that records it was written (record, then send). runUID: the run it is for (PrestartRunView.uid). */
   | { type: 'sendRequest'; runUID: string | undefined; hook: HookSnapshot; attempt: number; deadline: string }
   | { type: 'sendCancel'; runUID: string | undefined; hook: HookSnapshot; attempt: number; reason: string }
-  /** Remove the hold label and the cancel finalizer; add the inject label when there are contributions. */
-  | { type: 'release'; inject: boolean }
+  /**
+   * Remove the hold label and the cancel finalizer; add the inject label when there are
+   * contributions. containers: what the run recorded; the release applies only while Knative's
+   * status digests are still exactly these (test operations in the patch), so a status written
+   * between the decision and the release cannot slip through. Absent for a break-glass release
+   * and a run of an earlier release that recorded none.
+   */
+  | { type: 'release'; inject: boolean; containers?: ContainerImage[] }
   /** Set (or clear, when undefined) the reason annotation that the hold policy's message shows. */
   | { type: 'setHoldReason'; reason: string | undefined }
   | { type: 'removeFinalizer' }

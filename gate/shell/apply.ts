@@ -18,7 +18,7 @@
 // nothing in the list ever works from a run that changed behind its back.
 import type { Logger } from 'pino';
 import type { RunObject } from '../../api/resources.ts';
-import type { RevisionView } from '../../api/types.ts';
+import type { ContainerImage, RevisionView } from '../../api/types.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
 import { type JsonPatchOp, pointer } from '../core/jsonpatch.ts';
@@ -78,22 +78,47 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
       ctx.run = await client.createRun(revision, action.spec, action.storeStatus ? action.status : undefined);
       crashPoint('after-run-created');
       const at = ctx.clock.now().getTime();
-      for (const r of action.requests) ctx.sends.request(revision, ctx.run.metadata?.uid, r.hook, r.attempt, r.deadline, at);
+      const { containers } = ctx.run.spec;
+      for (const r of action.requests) ctx.sends.request(revision, ctx.run.metadata?.uid, r.hook, r.attempt, r.deadline, at, containers);
       return;
     }
     case 'updateRunStatus':
       ctx.run = await client.replaceRunStatus(requireRun(ctx), action.status);
       return;
+    case 'recordContainers':
+      ctx.run = await client.recordRunContainers(requireRun(ctx), action.containers);
+      return;
     case 'sendRequest':
-      ctx.sends.request(revision, action.runUID, action.hook, action.attempt, action.deadline, ctx.clock.now().getTime());
+      // What the hook is asked about is what the run records (record, then send): its spec.containers.
+      ctx.sends.request(
+        revision,
+        action.runUID,
+        action.hook,
+        action.attempt,
+        action.deadline,
+        ctx.clock.now().getTime(),
+        ctx.run?.spec?.containers,
+      );
       return;
     case 'sendCancel':
       // A cancel is a courtesy to the hook: the Revision is going away whether or not it arrives.
-      ctx.sends.cancel(revision, action.runUID, action.hook, action.attempt, action.reason, ctx.clock.now().toISOString());
+      ctx.sends.cancel(
+        revision,
+        action.runUID,
+        action.hook,
+        action.attempt,
+        action.reason,
+        ctx.clock.now().toISOString(),
+        ctx.run?.spec?.containers,
+      );
       return;
     case 'release':
       crashPoint('before-release');
-      ctx.releasedAs = await client.jsonPatchRevision(revision.namespace, revision.name, releaseOps(revision, action.inject));
+      ctx.releasedAs = await client.jsonPatchRevision(
+        revision.namespace,
+        revision.name,
+        releaseOps(revision, action.inject, action.containers),
+      );
       crashPoint('after-release');
       return;
     case 'setHoldReason':
@@ -140,13 +165,18 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
  * condition), and a conflict with each of those writes cost the release a round trip or three
  * (issue 14). A finalizer another party added before ours moves ours and fails its test, as a
  * hold someone else lifted fails the label's: the patch changes nothing (422) and the core looks again.
+ *
+ * `containers` (what the run recorded, issue 20): the patch also tests that Knative's status
+ * digests are exactly those, so a status write that lands between the decision (made from the
+ * cache) and the release fails the patch, and Knative never builds a Deployment from digests no
+ * hook saw. The apiserver applies a patch of the main resource to the whole stored object,
+ * status included, before it drops the status changes (a CRD with a status subresource): a test
+ * on /status sees the stored status (test/integration/gate/digests.test.ts shows it).
  */
-export function releaseOps(revision: RevisionView, inject: boolean): JsonPatchOp[] {
+export function releaseOps(revision: RevisionView, inject: boolean, containers?: readonly ContainerImage[]): JsonPatchOp[] {
   const hold = pointer('metadata', 'labels', HOLD_LABEL);
-  const ops: JsonPatchOp[] = [
-    { op: 'test', path: hold, value: 'true' },
-    { op: 'remove', path: hold },
-  ];
+  const ops: JsonPatchOp[] = [...statusDigestTests(containers)];
+  ops.push({ op: 'test', path: hold, value: 'true' }, { op: 'remove', path: hold });
   if (inject) ops.push({ op: 'add', path: pointer('metadata', 'labels', INJECT_LABEL), value: 'true' });
   // Remove the reason whether or not it is there (add, then remove): an earlier action of the
   // same list may have cleared it. A held Revision always has annotations (the hooks snapshot).
@@ -157,6 +187,24 @@ export function releaseOps(revision: RevisionView, inject: boolean): JsonPatchOp
     const at = pointer('metadata', 'finalizers', mine);
     ops.push({ op: 'test', path: at, value: CANCEL_FINALIZER }, { op: 'remove', path: at });
   }
+  return ops;
+}
+
+/**
+ * Tests that status.containerStatuses (and initContainerStatuses) are what Knative wrote when it
+ * resolved `containers`: one entry per container, in order, its name and its digest (Knative
+ * leaves an empty digest out: imageDigest is omitempty). A whole-list test, so a list grown or
+ * shrunk fails it too.
+ */
+export function statusDigestTests(containers: readonly ContainerImage[] | undefined): JsonPatchOp[] {
+  if (!containers) return [];
+  const entry = (c: ContainerImage) => ({ ...(c.name ? { name: c.name } : {}), ...(c.digest ? { imageDigest: c.digest } : {}) });
+  const ops: JsonPatchOp[] = [
+    { op: 'test', path: pointer('status', 'containerStatuses'), value: containers.filter((c) => !c.init).map(entry) },
+  ];
+  const init = containers.filter((c) => c.init);
+  // Knative omits an empty initContainerStatuses: there is nothing to test when there are none.
+  if (init.length > 0) ops.push({ op: 'test', path: pointer('status', 'initContainerStatuses'), value: init.map(entry) });
   return ops;
 }
 

@@ -20,6 +20,7 @@ import { isNotFound } from '../../api/kube-errors.ts';
 import { FIELD_MANAGER, REVISIONS, type Resource, type RevisionObject, RUNS, type RunObject } from '../../api/resources.ts';
 import {
   type Condition,
+  type ContainerImage,
   EVENT_REASON_LABEL,
   type PrestartRunSpec,
   type PrestartRunStatus,
@@ -114,6 +115,26 @@ export class KubeClient {
       body,
       fieldManager: FIELD_MANAGER,
     })) as RunObject;
+    this.onRunWritten(written);
+    return written;
+  }
+
+  /**
+   * Writes spec.containers on the run (issue 20), failing with 409 when the run changed since `run`
+   * was read (its resourceVersion is the patch's precondition) and with 422 when the run already
+   * records containers (the CRD lets spec.containers be set once, nothing else in the spec change).
+   */
+  async recordRunContainers(run: RunObject, containers: ContainerImage[]): Promise<RunObject> {
+    const written = (await this.custom.patchNamespacedCustomObject(
+      {
+        ...gvp(RUNS),
+        namespace: run.metadata?.namespace ?? '',
+        name: run.metadata?.name ?? '',
+        body: { metadata: { resourceVersion: run.metadata?.resourceVersion }, spec: { containers } },
+        fieldManager: FIELD_MANAGER,
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as RunObject;
     this.onRunWritten(written);
     return written;
   }

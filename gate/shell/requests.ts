@@ -3,7 +3,7 @@
 // refusal goes back to the caller, which hands it to the intake once its action list is applied
 // (gate/shell/answers.ts).
 import type { Logger } from 'pino';
-import type { HookSnapshot, RevisionView } from '../../api/types.ts';
+import type { ContainerImage, HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Transports } from '../../emitter/index.ts';
 import { TransportError } from '../../emitter/transport.ts';
 import type { Message } from '../../schemas/event.ts';
@@ -35,7 +35,11 @@ export type SendResult =
 export class RequestSender {
   constructor(private readonly opts: RequestSenderOptions) {}
 
-  /** `runUID`: the PrestartRun the request belongs to (see buildRequested). */
+  /**
+   * `runUID`: the PrestartRun the request belongs to (see buildRequested). `containers`: what that
+   * run recorded (its spec.containers), never read from the Revision here: the hook is asked
+   * about what the run will be released with (issue 20).
+   */
   async send(
     revision: RevisionView,
     runUID: string | undefined,
@@ -44,10 +48,24 @@ export class RequestSender {
     deadline: string,
     action: 'start' | 'cancel',
     reason?: string,
+    containers?: readonly ContainerImage[],
   ): Promise<SendResult> {
     const { keys, source, replyTo, transports, log, metrics } = this.opts;
     const traceparent = this.opts.tracing?.traceparent(runUID ?? revision.uid, hook.name, attempt);
-    const event = buildRequested({ revision, runUID, hook, attempt, deadline, action, reason, replyTo, source, keys, traceparent });
+    const event = buildRequested({
+      revision,
+      runUID,
+      hook,
+      attempt,
+      deadline,
+      action,
+      reason,
+      replyTo,
+      source,
+      keys,
+      traceparent,
+      containers,
+    });
     const transport = transports.forDelivery(hook.delivery);
     try {
       const outcome = await transport.send(event, hook.delivery, hook.name);

@@ -11,7 +11,7 @@
 // applied" (gate/shell/apply.ts) holds for answers that come back later, as it did when the list
 // waited for them.
 import type { Logger } from 'pino';
-import type { HookSnapshot, RevisionView } from '../../api/types.ts';
+import type { ContainerImage, HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
 import { requestRef, sendKey } from '../core/index.ts';
 import { takeAnswers } from './answers.ts';
@@ -213,7 +213,15 @@ export class HookSends {
    * Queues a start request whose first sending the run records (a resend of it needs no record).
    * `at`: when it is queued (the gate's clock), remembered as this request's last send.
    */
-  request(revision: RevisionView, runUID: string | undefined, hook: HookSnapshot, attempt: number, deadline: string, at: number): void {
+  request(
+    revision: RevisionView,
+    runUID: string | undefined,
+    hook: HookSnapshot,
+    attempt: number,
+    deadline: string,
+    at: number,
+    containers?: readonly ContainerImage[],
+  ): void {
     const { sender, intake, log } = this.opts;
     const revisionKey = `${revision.namespace}/${revision.name}`;
     const known = this.sent.get(revisionKey);
@@ -226,7 +234,7 @@ export class HookSends {
       run: async () => {
         let result: Awaited<ReturnType<RequestSender['send']>>;
         try {
-          result = await sender.send(revision, runUID, hook, attempt, deadline, 'start');
+          result = await sender.send(revision, runUID, hook, attempt, deadline, 'start', undefined, containers);
         } catch (err) {
           // Not a delivery failure but a fault of ours: the resend rule asks again.
           log.warn({ err, hook: hook.name, revision: revisionKey }, 'request not sent');
@@ -240,7 +248,15 @@ export class HookSends {
   }
 
   /** Queues a cancel (best effort: the Revision goes on whether or not it arrives); a start still waiting is dropped. */
-  cancel(revision: RevisionView, runUID: string | undefined, hook: HookSnapshot, attempt: number, reason: string, at: string): void {
+  cancel(
+    revision: RevisionView,
+    runUID: string | undefined,
+    hook: HookSnapshot,
+    attempt: number,
+    reason: string,
+    at: string,
+    containers?: readonly ContainerImage[],
+  ): void {
     const { sender, log } = this.opts;
     const revisionKey = `${revision.namespace}/${revision.name}`;
     this.queue.drop(hook.name, `${revisionKey}/${hook.name}/start`);
@@ -249,7 +265,7 @@ export class HookSends {
       lane: hook.name,
       run: async () => {
         try {
-          const result = await sender.send(revision, runUID, hook, attempt, at, 'cancel', reason);
+          const result = await sender.send(revision, runUID, hook, attempt, at, 'cancel', reason, containers);
           if (result.type === 'undelivered')
             log.warn({ hook: hook.name, err: result.reason }, 'could not tell the hook its request was cancelled');
         } catch (err) {

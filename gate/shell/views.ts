@@ -4,17 +4,28 @@
 // while a re-list is parsed next to the old cache. The informers apply these to every object
 // they receive, from the list and from the watch (gate/shell/informer.ts).
 //
-//   held Revision   metadata without managedFields/ownerReferences, the containers' images, and
-//                   of its status only the gate's own condition (PRESTART_CONDITION)
+//   held Revision   metadata without managedFields/ownerReferences, the containers' (and init
+//                   containers') names and images, and of its status the digests Knative resolved
+//                   (containerStatuses, initContainerStatuses), the gate's own condition
+//                   (PRESTART_CONDITION) and, while the digests are unresolved, Knative's
+//                   ContainerHealthy/ResourcesAvailable when False (why resolution failed)
 //   any Revision    a stub: name, uid, configuration and its generation, our finalizer; from
 //                   PartialObjectMetadata (the apiserver sends no spec or status at all)
 //   Route           the Revision names its traffic targets
 //   PrestartRun     without managedFields; once Released or Cancelled (final: decide() never
-//                   writes it again) only its uid, phase, the hooks that contributed bindings
-//                   (the pod webhook injects those) and the Ready condition of a cancelled run
+//                   writes it again) only its uid, phase, the containers it recorded, the hooks
+//                   that contributed bindings (the pod webhook injects those) and the Ready
+//                   condition of a cancelled run
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { RevisionObject, RouteObject, RunObject } from '../../api/resources.ts';
-import { CANCEL_FINALIZER, type HookStatus, PRESTART_CONDITION, type PrestartRunStatus } from '../../api/types.ts';
+import {
+  digestsResolved,
+  type RevisionContainer,
+  type RevisionContainerStatus,
+  type RevisionObject,
+  type RouteObject,
+  type RunObject,
+} from '../../api/resources.ts';
+import { CANCEL_FINALIZER, type HookStatus, PRESTART_CONDITION, type PrestartRunStatus, RESOLUTION_CONDITIONS } from '../../api/types.ts';
 
 /** Accept headers that make the apiserver send PartialObjectMetadata(List): metadata only. */
 export const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
@@ -57,11 +68,30 @@ export function heldRevisionView(obj: RevisionObject): RevisionObject {
   if (md?.labels) metadata.labels = md.labels;
   if (md?.annotations) metadata.annotations = md.annotations;
   if (md?.finalizers?.length) metadata.finalizers = md.finalizers;
-  const containers = (obj.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image }));
-  const view: RevisionObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec: { containers } };
-  const conditions = obj.status?.conditions?.filter((c) => c.type === PRESTART_CONDITION);
-  if (conditions?.length) view.status = { conditions };
+  const spec: NonNullable<RevisionObject['spec']> = { containers: (obj.spec?.containers ?? []).map(nameAndImage) };
+  if (obj.spec?.initContainers?.length) spec.initContainers = obj.spec.initContainers.map(nameAndImage);
+  const view: RevisionObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec };
+  const status: NonNullable<RevisionObject['status']> = {};
+  // The digests Knative resolved: what the hooks are asked about and the release is checked against.
+  if (obj.status?.containerStatuses) status.containerStatuses = obj.status.containerStatuses.map(nameAndDigest);
+  if (obj.status?.initContainerStatuses) status.initContainerStatuses = obj.status.initContainerStatuses.map(nameAndDigest);
+  // Knative's own conditions only while the digests are unresolved: a failed resolution is what
+  // the waiting run says (decide rule 7). Once resolved they change with every denied Deployment.
+  const resolved = digestsResolved(obj);
+  const conditions = obj.status?.conditions?.filter(
+    (c) => c.type === PRESTART_CONDITION || (!resolved && c.status === 'False' && RESOLUTION_CONDITIONS.includes(c.type)),
+  );
+  if (conditions?.length) status.conditions = conditions;
+  if (Object.keys(status).length > 0) view.status = status;
   return view;
+}
+
+function nameAndImage(c: RevisionContainer): RevisionContainer {
+  return { name: c.name, image: c.image };
+}
+
+function nameAndDigest(s: RevisionContainerStatus): RevisionContainerStatus {
+  return s.imageDigest ? { name: s.name, imageDigest: s.imageDigest } : { name: s.name };
 }
 
 /**
@@ -114,7 +144,10 @@ export function runView(obj: RunObject): RunObject {
     if (obj.status) whole.status = obj.status;
     return whole;
   }
-  return { metadata: identity(md), spec: { revisionUID: obj.spec?.revisionUID, hooks: NONE }, status: slimStatus(obj.status) };
+  const spec: RunObject['spec'] = { revisionUID: obj.spec?.revisionUID, hooks: NONE };
+  // A held Revision whose run is Released is released again only while its digests are still these (decide rule 8).
+  if (obj.spec?.containers) spec.containers = obj.spec.containers;
+  return { metadata: identity(md), spec, status: slimStatus(obj.status) };
 }
 
 function slimStatus(status: PrestartRunStatus): PrestartRunStatus {

@@ -2,6 +2,7 @@
 // to the observation the way the shell would (status writes, label and annotation changes).
 import type { ExecutionContext } from 'ava';
 import type {
+  ContainerImage,
   ContributionKind,
   FailurePolicy,
   PrestartHook,
@@ -40,6 +41,11 @@ export function hook(name: string, spec: Partial<PrestartHookSpec> & { allowed?:
   };
 }
 
+/** A Revision's containers once Knative resolved them (an image named by digest resolves to itself). */
+export const CONTAINERS: ContainerImage[] = [
+  { name: 'user-container', image: 'dev.local/hello@sha256:0000', digest: 'dev.local/hello@sha256:0000' },
+];
+
 export function revision(overrides: Partial<RevisionView> = {}): RevisionView {
   return {
     namespace: 'team-a',
@@ -50,6 +56,7 @@ export function revision(overrides: Partial<RevisionView> = {}): RevisionView {
     labels: {},
     annotations: {},
     images: ['dev.local/hello@sha256:0000'],
+    containers: CONTAINERS,
     createdAt: T0,
     deleting: false,
     finalizers: [],
@@ -98,6 +105,10 @@ export function apply(o: Observed, actions: readonly Action[]): Observed {
       case 'updateRunStatus':
         if (!run) throw new Error('updateRunStatus without a run');
         run = { ...run, status: action.status };
+        break;
+      case 'recordContainers':
+        if (!run) throw new Error('recordContainers without a run');
+        run = { ...run, spec: { ...run.spec, containers: action.containers } };
         break;
       case 'release': {
         const labels = { ...revision.labels };

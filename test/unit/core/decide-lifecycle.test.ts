@@ -14,6 +14,7 @@ import {
   answer,
   apply,
   at,
+  CONTAINERS,
   heldRevision,
   hook,
   hookPhases,
@@ -115,7 +116,7 @@ test('the whole way: create with the request, reply, release', (t) => {
   o = answer({ ...o, now: at(5) }, 'db', { message: 'database ready' });
   const released = step(t, o);
   t.deepEqual(types(released.decision), ['release', 'updateRunStatus', 'event:Normal:Released']);
-  t.deepEqual(ofType(released.decision, 'release'), [{ type: 'release', inject: false }]);
+  t.deepEqual(ofType(released.decision, 'release'), [{ type: 'release', inject: false, containers: CONTAINERS }]);
   o = released.next;
   const status = o.run?.status;
   t.is(status?.phase, 'Released');
@@ -134,7 +135,7 @@ test('a hook that contributed bindings makes the release add the inject label', 
   o = apply(o, decide(o).actions);
   o = answer(o, 'db', { contributions: [{ name: 'db', secretName: 'db-credentials', as: 'envFrom' }] });
   const d = decide(o);
-  t.deepEqual(ofType(d, 'release'), [{ type: 'release', inject: true }]);
+  t.deepEqual(ofType(d, 'release'), [{ type: 'release', inject: true, containers: CONTAINERS }]);
   t.is(apply(o, d.actions).revision.labels[INJECT_LABEL], 'true');
 });
 
@@ -165,7 +166,7 @@ test('a held Revision whose run says Released is released again (stale cache)', 
   o = answer(o, 'db');
   o = apply(o, decide(o).actions);
   const stale = { ...o, revision: heldRevision(['db']) };
-  t.deepEqual(decide(stale).actions, [{ type: 'release', inject: false }]);
+  t.deepEqual(decide(stale).actions, [{ type: 'release', inject: false, containers: CONTAINERS }]);
 });
 
 test('a named hook that does not exist fails the run closed, and nothing is sent', (t) => {

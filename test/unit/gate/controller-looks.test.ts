@@ -123,12 +123,16 @@ test('a Revision this replica released is not released again while the held cach
   // The run's own watch event wakes a second reconcile before the watch brings the released
   // Revision: deciding from the stale copy would patch again (a 409 and a backoff).
   const db = snapshotHook(hook('db'));
-  const held = revision('web-00005', { labels: { [HOLD_LABEL]: 'true' }, annotations: { 'prestart.dev/hooks': '["db"]' } });
+  const held: RevisionObject = {
+    ...revision('web-00005', { labels: { [HOLD_LABEL]: 'true' }, annotations: { 'prestart.dev/hooks': '["db"]' } }),
+    spec: { containers: [{ name: 'user-container', image: 'dev.local/web:v5' }] },
+    status: { containerStatuses: [{ name: 'user-container' }] },
+  };
   const succeeded: RunObject = {
     apiVersion: 'prestart.dev/v1alpha1',
     kind: 'PrestartRun',
     metadata: { name: 'web-00005', namespace: 'team', uid: 'run-web-00005', resourceVersion: '7' },
-    spec: { revisionUID: 'uid-web-00005', hooks: [db] },
+    spec: { revisionUID: 'uid-web-00005', hooks: [db], containers: [{ name: 'user-container', image: 'dev.local/web:v5' }] },
     status: { phase: 'Running', hooks: [{ name: 'db', phase: 'Succeeded', attempt: 1 }], conditions: [] },
   };
   const { controller, patches } = await setup({ held: [held], runs: [succeeded] });
