@@ -29,6 +29,8 @@ export interface PodNetwork {
 
 /** Not used elsewhere on this host: netns.ts takes 10.203.0.0/16, kwok's fake pods 10.244.0.0/16. */
 export const DEFAULT_POD_CIDR = '10.234.0.0/24';
+/** The bridge's address in DEFAULT_POD_CIDR: the Node's InternalIP (also a SAN of the apiserver's cert). */
+export const DEFAULT_NODE_IP = '10.234.0.1';
 
 function ipToInt(ip: string): number {
   return ip.split('.').reduce((n, o) => n * 256 + Number(o), 0);

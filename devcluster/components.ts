@@ -13,6 +13,8 @@ export interface ControlPlaneLayout {
   ports: { apiserver: number; etcd: number; etcdPeer: number };
   ca: CaFiles;
   apiserverServing: CertFiles;
+  /** The apiserver's client certificate towards kubelets (logs, exec, port-forward). */
+  kubeletClient: CertFiles;
   serviceAccountKey: { keyFile: string; publicKeyFile: string };
   kubeconfigs: { admin: string; controllerManager: string; scheduler: string; kwok: string };
 }
@@ -90,6 +92,15 @@ export function apiserverSpec(l: ControlPlaneLayout): ComponentSpec {
       // The reconciler would publish 127.0.0.1 as the endpoint of Service default/kubernetes,
       // which Endpoints validation refuses (loopback): it would only retry and log forever.
       '--endpoint-reconciler-type=none',
+      // kubectl logs/exec/port-forward on a real node (node.ts): the apiserver authenticates to
+      // the kubelet with this certificate and verifies the kubelet's serving certificate against
+      // the cluster CA, which signed it (kubelet.ts); kwok's nodes serve no kubelet API at all.
+      `--kubelet-client-certificate=${l.kubeletClient.certFile}`,
+      `--kubelet-client-key=${l.kubeletClient.keyFile}`,
+      `--kubelet-certificate-authority=${l.ca.certFile}`,
+      // The default order tries the node's Hostname first, which would be a DNS lookup on the
+      // host's resolver: the InternalIP (the bridge address, in the kubelet's serving cert) only.
+      '--kubelet-preferred-address-types=InternalIP',
     ],
     hardStop: true,
   };

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlaneBinaries, controlPlaneBinaries } from './binaries.ts';
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate, readPem } from './certs.ts';
+import { DEFAULT_NODE_IP } from './cni.ts';
 import {
   apiserverSpec,
   type ControlPlaneLayout,
@@ -125,10 +126,15 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const pki = join(clusterDir, 'pki');
 
   const ca = await createCertificateAuthority(pki, 'ca', 'knative-prestart-test-ca');
-  const [serving, admin, kcm, scheduler, kwok, sa] = await Promise.all([
+  const [serving, admin, kcm, scheduler, kwok, sa, kubeletClient] = await Promise.all([
     issueCertificate(ca, pki, 'kube-apiserver', {
       commonName: 'kube-apiserver',
-      server: { ips: ['127.0.0.1', '10.0.0.1'], dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'] },
+      // 10.0.0.1: the ClusterIP of Service default/kubernetes; the real node's bridge address,
+      // where pods reach the apiserver (node.ts), for a client that dials the endpoint itself.
+      server: {
+        ips: ['127.0.0.1', '10.0.0.1', DEFAULT_NODE_IP],
+        dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+      },
     }),
     issueCertificate(ca, pki, 'admin', { commonName: 'admin', organizations: ['system:masters'], client: true }),
     // The controller-manager and scheduler act as the identities their bootstrap RBAC roles name.
@@ -136,6 +142,12 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     issueCertificate(ca, pki, 'kube-scheduler', { commonName: 'system:kube-scheduler', client: true }),
     issueCertificate(ca, pki, 'kwok', { commonName: 'kwok', organizations: ['system:masters'], client: true }),
     createSigningKeyPair(pki, 'service-account'),
+    // As kubeadm made it until v1.29: a kubelet authorizes system:masters for its whole API.
+    issueCertificate(ca, pki, 'apiserver-kubelet-client', {
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
+      client: true,
+    }),
   ]);
   const caCertPem = await readFile(ca.certFile, 'utf8');
   const kubeconfigs = {
@@ -161,6 +173,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
     ports: { apiserver: apiserverPort, etcd: etcdPort, etcdPeer: etcdPeerPort },
     ca,
     apiserverServing: serving,
+    kubeletClient,
     serviceAccountKey: sa,
     kubeconfigs,
   };

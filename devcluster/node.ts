@@ -13,6 +13,7 @@ import { accessSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, DiscoveryV1Api, RbacAuthorizationV1Api, type V1Toleration } from '@kubernetes/client-node';
+import { APISERVER_SLICE, type ApiserverForward, publishApiserverEndpoint, startApiserverForward } from './apiserver-endpoint.ts';
 import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
 import type { CaFiles } from './certs.ts';
 import { checkPodCidrFree, DEFAULT_POD_CIDR, planPodNetwork, setUpBridge, writeCniConfig } from './cni.ts';
@@ -55,6 +56,8 @@ export interface RealNode {
   startSeconds: number;
   /** nodeSelector and tolerations for a pod spec that must run here. */
   placement(): { nodeSelector: Record<string, string>; tolerations: V1Toleration[] };
+  /** Imports more images (OCI archives built here) into the node's containerd under `ref`. */
+  importImages(images: { archive: string; ref: string }[]): Promise<void>;
   /** What of the node is still on the host (empty once stop() has run). */
   leftovers(): string[];
   stop(): Promise<void>;
@@ -69,6 +72,12 @@ export interface StartNodeOptions {
   dnsServiceIp?: string;
   /** Deadline for the start; default 120 s. */
   timeoutMs?: number;
+  /**
+   * Taint the node (REAL_NODE_TAINT), so that only pods that tolerate it land here; default true.
+   * false for a cluster whose only schedulable node is this one (no kwok node), where pods of
+   * manifests as they are shipped (Knative's) must run unchanged.
+   */
+  taint?: boolean;
   progress?: (line: string) => void;
 }
 
@@ -204,6 +213,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
   const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const discovery = cluster.kubeConfig.makeApiClient(DiscoveryV1Api);
   let node: RealNode | undefined;
+  let apiForward: ApiserverForward | undefined;
 
   /** The node dir goes with teardown: its logs are copied into the cluster dir (kept when a test fails). */
   const keepLogs = () => {
@@ -223,6 +233,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
       rbac.deleteClusterRole({ name: 'knative-prestart:coredns' }),
       core.deleteNamespacedService({ name: 'kube-dns', namespace: 'kube-system' }),
       discovery.deleteNamespacedEndpointSlice({ name: 'kube-dns-host', namespace: 'kube-system' }),
+      discovery.deleteNamespacedEndpointSlice({ name: APISERVER_SLICE, namespace: 'default' }),
     ]);
   };
 
@@ -260,6 +271,10 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
       grantCoredns(rbac),
     ]);
     dnsServiceIp = await publishDnsService(core, discovery, dnsServiceIp, net.gatewayIp, name);
+    // Service default/kubernetes for the pods: apiserver-endpoint.ts.
+    const apiserverPort = Number(new URL(cluster.apiserverUrl).port);
+    apiForward = await startApiserverForward(net.gatewayIp, apiserverPort);
+    await publishApiserverEndpoint(discovery, net.gatewayIp, apiserverPort, name);
 
     launch(
       corednsSpec(binaries.coredns, {
@@ -293,7 +308,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
         kubeconfig: nodeKubeconfig,
         clusterDns: dnsServiceIp,
         clusterDomain: 'cluster.local',
-        taints: [REAL_NODE_TAINT],
+        taints: opts.taint === false ? [] : [REAL_NODE_TAINT],
         labels: { [REAL_NODE_LABEL]: 'true' },
         ca,
       }),
@@ -331,6 +346,9 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
         nodeSelector: { 'kubernetes.io/hostname': name },
         tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Equal', value: REAL_NODE_TAINT.value, effect: REAL_NODE_TAINT.effect }],
       }),
+      importImages: async (images) => {
+        await Promise.all(images.map((i) => importImage(cd, i.archive, i.ref)));
+      },
       leftovers: () => hostLeftovers(state),
       stop: () => {
         stopped ??= (async () => {
@@ -344,6 +362,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
             5000,
           );
           await stopComponents([containerd], 5000);
+          await apiForward?.close();
           keepLogs();
           const notes = teardownHost(state);
           unregisterExitHook();
@@ -357,6 +376,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
   } catch (err) {
     stopping = true;
     await stopComponents(components, 3000);
+    await apiForward?.close();
     keepLogs();
     teardownHost(state);
     unregisterExitHook();

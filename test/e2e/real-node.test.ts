@@ -4,11 +4,16 @@
 // binary) becomes Ready on it and answers from the host at its pod IP and its ClusterIP; a second
 // pod reaches it by its Service's DNS name; a killed container is restarted; and once the node
 // stops, nothing of it is left on the host (processes, bridge, iptables chains, sysctls).
+// A pod reaches the apiserver through Service default/kubernetes with its mounted ServiceAccount
+// token and CA, and `kubectl logs` and `kubectl exec` reach the kubelet through the apiserver.
 // Traffic goes only to the bridge's pods and to ClusterIPs that kube-proxy sends there.
 
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { AppsV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
+import { controlPlaneBinaries } from '../../devcluster/binaries.ts';
 import { containerdLayout, ctr } from '../../devcluster/containerd.ts';
 import type { Cluster } from '../../devcluster/control-plane.ts';
 import { type RealNode, realNodeUnavailable, startNode } from '../../devcluster/node.ts';
@@ -163,6 +168,83 @@ test.serial('a second pod reaches the app by its Service DNS name; names outside
   t.is(outside.exitCode, 1);
   t.regex(outside.message, /no such host|server misbehaving|refused/i);
   say(`outside name from a pod: ${outside.message}`);
+});
+
+test.serial('a pod lists pods through Service kubernetes with its ServiceAccount token and CA; kubectl logs and exec answer', async (t) => {
+  if (!node) return t.fail('no node');
+  const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  // The default ServiceAccount may read pods of its namespace, nothing else.
+  await rbac.createNamespacedRoleBinding({
+    namespace: NS,
+    body: {
+      metadata: { name: 'default-view' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: NS }],
+    },
+  });
+  const kubePod = (name: string, path: string, timeout: string): V1Pod => ({
+    metadata: { name },
+    spec: {
+      ...node?.placement(),
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        {
+          name: 'kube',
+          image: node?.images.testApp ?? '',
+          imagePullPolicy: 'Never',
+          args: ['kube', path],
+          env: [{ name: 'FETCH_TIMEOUT', value: timeout }],
+          terminationMessagePolicy: 'File',
+        },
+      ],
+    },
+  });
+  const t0 = performance.now();
+  await core.createNamespacedPod({ namespace: NS, body: kubePod('api-client', `/api/v1/namespaces/${NS}/pods`, '60s') });
+  // Not granted: the apiserver knows who asks (the retries end with its 403).
+  await core.createNamespacedPod({ namespace: NS, body: kubePod('api-forbidden', '/api/v1/namespaces/kube-system/secrets', '2s') });
+  const finished = (name: string) =>
+    waitFor(
+      async () => {
+        const p = await core.readNamespacedPod({ name, namespace: NS });
+        const term = p.status?.containerStatuses?.[0]?.state?.terminated;
+        return term ? { exitCode: term.exitCode, message: term.message ?? '' } : undefined;
+      },
+      { what: `pod ${name} finished`, timeoutMs: 90_000 },
+    );
+  const [allowed, forbidden] = await Promise.all([finished('api-client'), finished('api-forbidden')]);
+  t.is(allowed.exitCode, 0, allowed.message);
+  t.is(forbidden.exitCode, 1);
+  t.regex(forbidden.message, /answered 403/);
+
+  // The apiserver to the kubelet: its client certificate, the kubelet's serving cert verified
+  // against the cluster CA. The PodList is read from the client's log (a termination message
+  // keeps only 4 KiB).
+  const kubectl = controlPlaneBinaries().kubectl;
+  const run = promisify(execFile);
+  const kc = ['--kubeconfig', cluster.kubeconfigPath, '-n', NS];
+  const logs = await run(kubectl, [...kc, 'logs', 'api-client'], { timeout: 30_000 });
+  const body =
+    logs.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .pop() ?? '';
+  const list = JSON.parse(body) as { kind: string; items: { metadata: { name: string } }[] };
+  t.is(list.kind, 'PodList');
+  const web = await webPod();
+  t.true(
+    list.items.some((p) => p.metadata.name === web.metadata?.name),
+    list.items.map((p) => p.metadata.name).join(' '),
+  );
+  say(`a pod listed its namespace's pods through https://kubernetes.default.svc in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
+  const webLogs = await run(kubectl, [...kc, 'logs', web.metadata?.name ?? ''], { timeout: 30_000 });
+  t.regex(webLogs.stdout, /test-app \S+ listening on :8080/);
+  const exec = await run(kubectl, [...kc, 'exec', web.metadata?.name ?? '', '--', '/test-app', 'fetch', 'http://127.0.0.1:8080/via-exec'], {
+    timeout: 30_000,
+  });
+  t.is((JSON.parse(exec.stdout) as { path: string }).path, '/via-exec');
+  say(`kubectl logs: ${webLogs.stdout.trim()}`);
 });
 
 test.serial('a killed container is restarted by the kubelet', async (t) => {

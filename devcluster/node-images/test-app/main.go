@@ -6,10 +6,15 @@
 //	test-app fetch URL  GETs URL until it answers 2xx or $FETCH_TIMEOUT (default 60s) passes,
 //	                    prints the body and writes it to /dev/termination-log (the pod's status
 //	                    shows it as the container's termination message); exit 0 on success.
+//	test-app kube PATH  the same for https://kubernetes.default.svc/PATH, as an in-cluster client
+//	                    does: the mounted ServiceAccount token as Bearer, the mounted ca.crt as
+//	                    the only trusted CA.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,7 +32,14 @@ func main() {
 			fmt.Fprintln(os.Stderr, "usage: test-app fetch URL")
 			os.Exit(2)
 		}
-		os.Exit(fetch(os.Args[2]))
+		os.Exit(fetch(&http.Client{Timeout: 5 * time.Second}, os.Args[2], ""))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "kube" {
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: test-app kube PATH")
+			os.Exit(2)
+		}
+		os.Exit(kube(strings.TrimPrefix(os.Args[2], "/")))
 	}
 	serve()
 }
@@ -71,18 +83,47 @@ func serve() {
 	}
 }
 
-func fetch(url string) int {
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+func kube(path string) int {
+	token, err := os.ReadFile(saDir + "/token")
+	if err == nil {
+		var ca []byte
+		if ca, err = os.ReadFile(saDir + "/ca.crt"); err == nil {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(ca) {
+				err = fmt.Errorf("no certificate in %s/ca.crt", saDir)
+			} else {
+				client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+				return fetch(client, "https://kubernetes.default.svc/"+path, "Bearer "+strings.TrimSpace(string(token)))
+			}
+		}
+	}
+	msg := err.Error()
+	fmt.Fprintln(os.Stderr, msg)
+	_ = os.WriteFile("/dev/termination-log", []byte(msg), 0o644)
+	return 1
+}
+
+func fetch(client *http.Client, url, authorization string) int {
 	timeout := 60 * time.Second
 	if raw := os.Getenv("FETCH_TIMEOUT"); raw != "" {
 		if d, err := time.ParseDuration(raw); err == nil {
 			timeout = d
 		}
 	}
-	client := &http.Client{Timeout: 5 * time.Second}
 	deadline := time.Now().Add(timeout)
 	var last string
 	for attempt := 1; ; attempt++ {
-		res, err := client.Get(url)
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		res, err := client.Do(req)
 		if err == nil {
 			body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 			res.Body.Close()
