@@ -50,6 +50,7 @@ import { isHeld } from '../../devcluster/gate/revisions.ts';
 import { condition, Knative, type KnativeObject, waitForRevision } from '../../devcluster/knative-client.ts';
 import { KNATIVE_NAMESPACE, type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
 import { waitFor } from '../../devcluster/wait.ts';
+import { refusal } from '../support/refusal.ts';
 
 const HASH_LABEL = 'serving.knative.dev/deployment-hash';
 const TENANT = 'tenant-eve';
@@ -251,18 +252,6 @@ test.serial('control: with the policy unbound, Knative adopts the same Deploymen
 const TENANT_DIGEST = `dev.local/unscanned@sha256:${'e'.repeat(64)}`;
 const SERVING = { group: 'serving.knative.dev', version: 'v1' };
 const patchAs = (strategy: string) => setHeaderOptions('Content-Type', strategy);
-
-/** The apiserver's refusal of `write` (code and message), or undefined when it was accepted. */
-async function refusal(write: Promise<unknown>): Promise<{ code: number; message: string } | undefined> {
-  return write.then(
-    () => undefined,
-    (e: unknown) => {
-      if (!(e instanceof ApiException)) throw e;
-      const body = typeof e.body === 'string' ? (JSON.parse(e.body) as { message?: string }) : (e.body as { message?: string });
-      return { code: e.code, message: body?.message ?? String(e.body) };
-    },
-  );
-}
 
 /** A Service whose first Revision the scan hook holds (Knative's Deployment refused), and the hook's request for it. */
 async function heldService(name: string): Promise<{ held: KnativeObject; request: ReceivedRequest }> {

@@ -20,6 +20,7 @@ import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
+import { refusal } from '../../support/refusal.ts';
 
 let env: GateEnv;
 let tenant: KubeConfig;
@@ -190,18 +191,6 @@ const revisionOwner = (name: string, uid: string, kind = 'Revision'): V1OwnerRef
   uid,
   controller: true,
 });
-
-/** The apiserver's refusal of `write`, or undefined when it was accepted. */
-async function refusal(write: Promise<unknown>): Promise<{ code: number; message: string } | undefined> {
-  return write.then(
-    () => undefined,
-    (e: unknown) => {
-      if (!(e instanceof ApiException)) throw e;
-      const body = typeof e.body === 'string' ? (JSON.parse(e.body) as { message?: string }) : (e.body as { message?: string });
-      return { code: e.code, message: body?.message ?? String(e.body) };
-    },
-  );
-}
 
 test('a namespace owner cannot pre-create the held Revision’s Deployment for Knative to adopt', async (t) => {
   const rev = await env.createRevision('adopt-00001', { annotations: { scan: 'yes' }, kc: tenant });

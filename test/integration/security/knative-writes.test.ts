@@ -15,7 +15,6 @@
 // without touching the pods, Deployments of their own) stays open.
 import { randomBytes } from 'node:crypto';
 import {
-  ApiException,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -31,6 +30,7 @@ import type { Cluster } from '../../../devcluster/control-plane.ts';
 import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
 import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '../../../devcluster/knative-serving.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
+import { refusal } from '../../support/refusal.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';
 
 const suffix = randomBytes(3).toString('hex');
@@ -54,18 +54,6 @@ async function kubeconfigOf(user: string, groups: string[]): Promise<KubeConfig>
   const kc = new KubeConfig();
   kc.loadFromFile(await cluster.mintUserKubeconfig(user, groups));
   return kc;
-}
-
-/** The apiserver's refusal of `write`, or undefined when it was accepted. */
-async function refusal(write: Promise<unknown>): Promise<{ code: number; message: string } | undefined> {
-  return write.then(
-    () => undefined,
-    (e: unknown) => {
-      if (!(e instanceof ApiException)) throw e;
-      const body = typeof e.body === 'string' ? (JSON.parse(e.body) as { message?: string }) : (e.body as { message?: string });
-      return { code: e.code, message: body?.message ?? String(e.body) };
-    },
-  );
 }
 
 const patchAs = (strategy: string) => setHeaderOptions('Content-Type', strategy);

@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   AdmissionregistrationV1Api,
-  ApiException,
   AppsV1Api,
   CoreV1Api,
   KubeConfig,
@@ -23,6 +22,7 @@ import yaml from 'js-yaml';
 import { applyManifests } from '../../../devcluster/apply.ts';
 import { installedCluster } from '../../../devcluster/gate/env.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
+import { refusal } from '../../support/refusal.ts';
 
 const POLICY = new URL('../../../examples/revision-pods-policy.yaml', import.meta.url);
 const UID_LABEL = 'serving.knative.dev/revisionUID';
@@ -31,14 +31,6 @@ const REVISION_UID = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';
 
 let admin: KubeConfig;
 let tenant: KubeConfig;
-
-/** The HTTP status and message of a refused call; undefined when it was accepted. */
-async function refusal(call: Promise<unknown>): Promise<{ code: number; body: string } | undefined> {
-  return call.then(
-    () => undefined,
-    (err: unknown) => (err instanceof ApiException ? { code: err.code, body: String(err.body) } : Promise.reject(err)),
-  );
-}
 
 const pod = (name: string, labels: Record<string, string>): V1Pod => ({
   metadata: { name, labels },
@@ -105,7 +97,7 @@ test.serial('a namespace editor cannot give pods a Revision’s label: bare Pod,
   const bare = await refusal(core.createNamespacedPod({ namespace, body: pod('joiner', { [UID_LABEL]: REVISION_UID }) }));
   t.is(bare?.code, 403);
   t.regex(
-    bare?.body ?? '',
+    bare?.message ?? '',
     new RegExp(`tenant-mallory may not make Pod joiner carry the label serving.knative.dev/revisionUID=${REVISION_UID}`),
   );
 
@@ -113,7 +105,7 @@ test.serial('a namespace editor cannot give pods a Revision’s label: bare Pod,
     tenant.makeApiClient(AppsV1Api).createNamespacedReplicaSet({ namespace, body: replicaSet('joiners', { [UID_LABEL]: REVISION_UID }) }),
   );
   t.is(rs?.code, 403);
-  t.regex(rs?.body ?? '', /may not make ReplicaSet joiners carry the label/);
+  t.regex(rs?.message ?? '', /may not make ReplicaSet joiners carry the label/);
 
   // A pod of their own without the label is theirs to make; adding the label to it later is not.
   t.is(await refusal(core.createNamespacedPod({ namespace, body: pod('plain', { app: 'plain' }) })), undefined);
