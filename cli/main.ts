@@ -14,11 +14,18 @@ import pino from 'pino';
 import { errorLine } from '../api/kube-errors.ts';
 import { DEFAULTS, type GateConfig } from '../gate/config.ts';
 import type { NatsSecurity, NatsTls } from '../schemas/nats-auth.ts';
-import { GATE_INBOX_PREFIX } from '../schemas/nats-names.ts';
+import { GATE_INBOX_PREFIX, MAX_REPLICAS } from '../schemas/nats-names.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);
   if (!Number.isInteger(n) || n < 0 || String(n) !== value.trim()) throw new InvalidArgumentError(`"${value}" is not a whole number`);
+  return n;
+}
+
+/** JetStream keeps 1 to 5 copies of a stream; anything else would fail at the first stream create. */
+function replicas(value: string): number {
+  const n = int(value);
+  if (n < 1 || n > MAX_REPLICAS) throw new InvalidArgumentError(`"${value}" is not a replica count from 1 to ${MAX_REPLICAS}`);
   return n;
 }
 
@@ -56,7 +63,12 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
       'keep Triggers for Broker hooks; the reply Trigger delivers to this URL (in cluster: http://knative-prestart-gate.knative-prestart.svc/)',
     )
     .option('--broker-proxy <url>', 'HTTP proxy for Broker delivery (default: HTTP_PROXY / HTTPS_PROXY / NO_PROXY)', proxyUrl)
-    .option('--nats <servers>', 'NATS servers for the JetStream transport, e.g. nats://127.0.0.1:4222')
+    .option('--nats <servers>', 'NATS servers for the JetStream transport, comma-separated, e.g. nats://nats-0:4222,nats://nats-1:4222')
+    .option(
+      '--nats-replicas <n>',
+      'copies of the JetStream streams (their consumers follow), set both ways; default 3 on a clustered server (only ever raised), else 1',
+      replicas,
+    )
     // NATS secrets only by file (a mounted Secret): a value on the command line is readable in `ps` and the pod spec.
     .option('--nats-creds <file>', 'NATS .creds file (user JWT + nkey seed) for a server in operator mode')
     .option('--nats-nkey <file>', 'file holding the NATS user nkey seed (SU…)')
@@ -135,7 +147,8 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
   };
 }
 
-const NATS_SECURITY_FLAGS = {
+/** Flags that mean something only with --nats: given without it, they are refused rather than ignored. */
+const NATS_ONLY_FLAGS = {
   natsCreds: '--nats-creds',
   natsNkey: '--nats-nkey',
   natsTokenFile: '--nats-token-file',
@@ -145,11 +158,12 @@ const NATS_SECURITY_FLAGS = {
   natsTlsCert: '--nats-tls-cert',
   natsTlsKey: '--nats-tls-key',
   natsTlsServerName: '--nats-tls-server-name',
+  natsReplicas: '--nats-replicas',
 } as const;
 
 function natsConfig(o: Record<string, string | number | undefined>): GateConfig['nats'] {
   if (o.nats === undefined) {
-    const given = Object.entries(NATS_SECURITY_FLAGS).find(([key]) => o[key] !== undefined);
+    const given = Object.entries(NATS_ONLY_FLAGS).find(([key]) => o[key] !== undefined);
     if (given) throw new InvalidArgumentError(`${given[1]} needs --nats`);
     return undefined;
   }
@@ -165,7 +179,7 @@ function natsConfig(o: Record<string, string | number | undefined>): GateConfig[
   if (o.natsUser !== undefined) security.user = String(o.natsUser);
   if (o.natsPasswordFile !== undefined) security.passwordFile = String(o.natsPasswordFile);
   if (Object.keys(tls).length > 0) security.tls = tls;
-  return { servers: String(o.nats), security };
+  return { servers: String(o.nats), security, ...(o.natsReplicas === undefined ? {} : { replicas: Number(o.natsReplicas) }) };
 }
 
 /** True when this file is the program being run, also through a symlink (npm's bin, kn-prestart) or a path with spaces. */

@@ -65,7 +65,7 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
 }
 
 /** Resolves true once the server sent its INFO line with JetStream on, false otherwise. */
-function natsInfo(port: number): Promise<boolean> {
+export function natsInfo(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = tcpConnect({ host: '127.0.0.1', port });
     let seen = '';

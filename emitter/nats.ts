@@ -21,6 +21,7 @@ import {
   type OwnedConnection,
   publishMessage,
   STREAMS,
+  streamReplicas,
 } from '../schemas/nats.ts';
 import { isValidPublishSubject, subjectFor } from '../schemas/nats-binding.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
@@ -32,6 +33,8 @@ export interface NatsTransportOptions extends NatsTarget {
   duplicateWindowMs?: number;
   /** How long requests are kept in the stream. Default: STREAMS.requests. */
   maxAgeMs?: number;
+  /** Copies of the stream, applied both ways; default from the server (streamReplicas), only ever raised. */
+  replicas?: number;
   logger?: Logger;
 }
 
@@ -56,10 +59,10 @@ export function createNatsTransport(opts: NatsTransportOptions): NatsTransport {
 
   async function open(): Promise<OwnedConnection<JetStreamClient>> {
     const conn = await connectOwned(opts, { name: 'knative-prestart-gate', inboxPrefix: GATE_INBOX_PREFIX }, async (nc) => {
-      await ensureStream(await jetStreamManager(nc), spec);
+      await ensureStream(await jetStreamManager(nc), spec, { adjust: true, replicas: streamReplicas(nc, opts.replicas) });
       return nc.jetstream();
     });
-    log.info({ server: conn.nc.getServer(), stream: STREAM.name }, 'NATS JetStream request stream ready');
+    log.info({ server: conn.nc.getServer(), cluster: conn.nc.info?.cluster, stream: STREAM.name }, 'NATS JetStream request stream ready');
     return conn;
   }
 

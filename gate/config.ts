@@ -32,8 +32,12 @@ export interface GateConfig {
   };
   /** CloudEvents `source` of the gate's events. */
   source: string;
-  /** NATS JetStream delivery: the servers, and the gate's credentials and TLS (secrets by file). */
-  nats?: { servers: string; security?: NatsSecurity };
+  /**
+   * NATS JetStream delivery: the servers (comma-separated for a cluster), the gate's credentials
+   * and TLS (secrets by file), and the copies of its streams (default: 3 on a clustered server,
+   * else 1; see streamReplicas).
+   */
+  nats?: { servers: string; security?: NatsSecurity; replicas?: number };
   /** Where spans go over OTLP/HTTP; default from OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else no export (docs/operations.md). */
   tracing?: TracingConfig;
   /**

@@ -108,7 +108,9 @@ export async function startGate(
       resolveBrokerUrl: kubeBrokerResolver(async () => kc),
       ...(config.broker?.proxy === undefined ? {} : { proxy: config.broker.proxy }),
     },
-    ...(config.nats ? { nats: { servers: config.nats.servers, security: config.nats.security, logger: log } } : {}),
+    ...(config.nats
+      ? { nats: { servers: config.nats.servers, security: config.nats.security, replicas: config.nats.replicas, logger: log } }
+      : {}),
   });
   let natsSink: NatsSink | undefined;
   if (config.nats) {
@@ -118,6 +120,7 @@ export async function startGate(
       ...intake.options,
       servers: config.nats.servers,
       security: config.nats.security,
+      replicas: config.nats.replicas,
       logger: log,
       metrics: sinkMetrics,
     });

@@ -43,7 +43,10 @@ export function hookInboxPrefix(durable: string): string {
 
 /** Where to reach NATS: servers to connect to, or a connection that stays the caller's. */
 export interface NatsTarget {
-  /** NATS server URL(s), e.g. nats://127.0.0.1:4222. Ignored when `connection` is given. */
+  /**
+   * NATS server URL(s), e.g. nats://127.0.0.1:4222, or several comma-separated (the `nats` CLI's
+   * NATS_URL form) for a cluster. Ignored when `connection` is given.
+   */
   servers?: string | string[];
   /** Credentials, TLS and inbox of a connection opened here. Ignored when `connection` is given. */
   security?: NatsSecurity;
@@ -52,6 +55,21 @@ export interface NatsTarget {
   /** Further nats.js options for a connection opened here (they win over `security`). */
   connectionOptions?: Omit<ConnectionOptions, 'servers'>;
 }
+
+/**
+ * Every server of `servers`, a comma-separated list taken apart: nats.js takes one string as one
+ * URL, and `--nats`, NATS_URL and a Secret hold one string. The client connects to one of them
+ * (in random order, so a fleet spreads) and, when it is lost, goes on to the others.
+ */
+export function natsServerList(servers: string | readonly string[]): string[] {
+  return (typeof servers === 'string' ? [servers] : [...servers])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** JetStream keeps at most this many copies of a stream. */
+export const MAX_REPLICAS = 5;
 
 export function checkNatsTarget(target: NatsTarget, who: string): void {
   if (!target.connection && !target.servers) throw new Error(`${who}: servers or connection is required`);

@@ -24,7 +24,9 @@ import {
   GATE_REPLIES_DURABLE,
   hookDurable,
   hookInboxPrefix,
+  MAX_REPLICAS,
   type NatsTarget,
+  natsServerList,
   STREAMS,
   type StreamSpec,
 } from './nats-names.ts';
@@ -35,7 +37,9 @@ export {
   GATE_REPLIES_DURABLE,
   hookDurable,
   hookInboxPrefix,
+  MAX_REPLICAS,
   type NatsTarget,
+  natsServerList,
   STREAMS,
   type StreamSpec,
 } from './nats-names.ts';
@@ -114,6 +118,42 @@ export interface EnsureStreamOptions {
    * gate set it up.
    */
   adjust: boolean;
+  /** Copies of the stream (streamReplicas); absent: the server's default, one. */
+  replicas?: ReplicasWanted;
+}
+
+/** How many copies of a stream to keep, and whether an existing stream with more is brought down to it. */
+export interface ReplicasWanted {
+  count: number;
+  /** True when an operator chose the count: it is applied both ways. A default only ever raises. */
+  exact: boolean;
+}
+
+/**
+ * The replicas of the streams: `explicit` when given, else 3 on a clustered server (the INFO it
+ * greeted with names a cluster) or as many as it has when fewer, else 1. The size is the client
+ * URLs the server advertises, one per node; a cluster that advertises none (`no_advertise`) is
+ * taken to have three, and one with fewer makes the stream create fail with "insufficient
+ * resources", which asks for --nats-replicas.
+ */
+export function streamReplicas(nc: NatsConnection, explicit?: number): ReplicasWanted {
+  if (explicit !== undefined) {
+    if (!Number.isInteger(explicit) || explicit < 1 || explicit > MAX_REPLICAS)
+      throw new Error(`NATS replicas must be 1 to ${MAX_REPLICAS}, not ${explicit}`);
+    return { count: explicit, exact: true };
+  }
+  const info = nc.info;
+  if (!info?.cluster) return { count: 1, exact: false };
+  const nodes = info.connect_urls?.length ?? 0;
+  return { count: nodes === 0 ? 3 : Math.min(3, nodes), exact: false };
+}
+
+/** The replicas an existing stream should be brought to, or undefined to leave them. */
+function replicasChange(have: number | undefined, wanted: ReplicasWanted | undefined): number | undefined {
+  if (!wanted) return undefined;
+  const current = have && have > 0 ? have : 1;
+  if (current === wanted.count) return undefined;
+  return wanted.exact || current < wanted.count ? wanted.count : undefined;
 }
 
 /**
@@ -134,7 +174,13 @@ export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec, opts
     });
     if (existing === undefined) {
       try {
-        await jsm.streams.add({ name: spec.name, retention: RetentionPolicy.Limits, storage: StorageType.File, ...wanted });
+        await jsm.streams.add({
+          name: spec.name,
+          retention: RetentionPolicy.Limits,
+          storage: StorageType.File,
+          ...wanted,
+          ...(opts.replicas ? { num_replicas: opts.replicas.count } : {}),
+        });
         return;
       } catch (err) {
         if (round === 0 && isAlreadyInUse(err)) continue;
@@ -144,14 +190,54 @@ export async function ensureStream(jsm: JetStreamManager, spec: StreamSpec, opts
     if (!opts.adjust) return;
     const cfg = existing.config;
     const have = new Set(cfg.subjects ?? []);
-    if (subjects.every((s) => have.has(s)) && cfg.max_age === wanted.max_age && cfg.duplicate_window === wanted.duplicate_window) return;
+    // A stream with fewer copies is scaled up in place: the server adds peers, which catch up
+    // from the leader while the stream keeps serving; its consumers that follow it scale too.
+    const replicas = replicasChange(cfg.num_replicas, opts.replicas);
+    if (
+      subjects.every((s) => have.has(s)) &&
+      cfg.max_age === wanted.max_age &&
+      cfg.duplicate_window === wanted.duplicate_window &&
+      replicas === undefined
+    )
+      return;
     await jsm.streams.update(spec.name, {
       ...cfg,
       subjects: [...new Set([...(cfg.subjects ?? []), ...subjects])],
       max_age: wanted.max_age,
       duplicate_window: wanted.duplicate_window,
+      ...(replicas === undefined ? {} : { num_replicas: replicas }),
     });
+    if (replicas !== undefined) await untilScaled(jsm, spec.name, replicas);
     return;
+  }
+}
+
+/**
+ * How long one pull of our durable consumers waits at the server. A pull lives at the consumer's
+ * leader; when that node dies without a hand-off (SIGKILL, a lost machine) the pull dies with it,
+ * and nats.js notices only when two idle heartbeats (half of this each) are missed, then pulls
+ * again from the new leader. At nats.js's 30 s default a hook received nothing for 25 s after the
+ * leader of its durable was killed (test/integration/gate/nats-cluster.test.ts); at 5 s a lost
+ * pull is renewed within about 5 s, at the price of one pull request per 5 s per idle consumer.
+ */
+export const PULL_EXPIRES_MS = 5_000;
+
+/**
+ * A change of replicas is carried out after the update returns (nats-server 2.15 answers with the
+ * `desired` peers and the old count); until it is, the server refuses to scale the stream's
+ * consumers ("replica count exceeds parent stream"). The new peers copy the stream from the
+ * leader, at most a day of small messages, so this is seconds; a stream that does not get there
+ * in a minute stops the start with what the server said.
+ */
+async function untilScaled(jsm: JetStreamManager, name: string, count: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
+    const { cluster } = await jsm.streams.info(name);
+    const desired = (cluster as { desired?: unknown } | undefined)?.desired;
+    if (desired === undefined && (cluster?.replicas?.length ?? 0) === count - 1) return;
+    if (Date.now() > deadline)
+      throw new Error(`stream ${name} did not reach ${count} replicas in ${timeoutMs / 1000} s: ${JSON.stringify(cluster)}`);
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
 
@@ -162,6 +248,12 @@ export interface DurableConsumerSpec {
   ackWaitMs: number;
   /** Messages handed out and not yet acked, across the consumer's replicas; server default when absent. */
   maxAckPending?: number;
+  /**
+   * The stream's replicas, known to the stream's owner. A durable is created following its stream
+   * (num_replicas 0: nats-server scales it with the stream); one pinned to another count (made by
+   * hand, or by an older release) is re-pinned to this one.
+   */
+  replicas?: number;
 }
 
 /**
@@ -188,11 +280,13 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, stream: strin
     return;
   }
   const e = existing.config;
+  const repin = c.replicas !== undefined && (e.num_replicas ?? 0) > 0 && e.num_replicas !== c.replicas;
   const same =
     e.ack_wait === config.ack_wait &&
     e.filter_subject === config.filter_subject &&
-    (c.maxAckPending === undefined || e.max_ack_pending === c.maxAckPending);
-  if (!same) await jsm.consumers.update(stream, c.durable, config);
+    (c.maxAckPending === undefined || e.max_ack_pending === c.maxAckPending) &&
+    !repin;
+  if (!same) await jsm.consumers.update(stream, c.durable, { ...config, ...(repin ? { num_replicas: c.replicas } : {}) });
 }
 
 export interface OwnedConnection<T> {
@@ -211,7 +305,10 @@ export interface NatsIdentity {
 
 /**
  * The target's connection, or a new one that reconnects forever, with `setup` run on it. A
- * connection opened here is closed again when setup fails.
+ * connection opened here is closed again when setup fails. With several servers (a list, or
+ * comma-separated), the first connect tries each before it fails, and a lost connection moves on
+ * to the others at once; nats.js waits reconnectTimeWait (2 s) only before dialling again a server
+ * it dialled less than that ago. A cluster also tells its clients of its other nodes.
  */
 export async function connectOwned<T>(
   target: NatsTarget,
@@ -226,7 +323,7 @@ export async function connectOwned<T>(
       maxReconnectAttempts: -1,
       ...natsSecurityOptions(target.security, identity.inboxPrefix),
       ...target.connectionOptions,
-      servers: target.servers,
+      ...(target.servers === undefined ? {} : { servers: natsServerList(target.servers) }),
     }));
   let value: T;
   try {

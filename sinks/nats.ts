@@ -21,7 +21,9 @@ import {
   GATE_REPLIES_DURABLE,
   jetStreamManager,
   type NatsTarget,
+  PULL_EXPIRES_MS,
   STREAMS,
+  streamReplicas,
 } from '../schemas/nats.ts';
 import { fromNatsMessage, serverSupportsTermReason } from '../schemas/nats-binding.ts';
 import { type Handled, handleCompleted } from './intake.ts';
@@ -46,6 +48,8 @@ export interface NatsSinkOptions extends NatsTarget {
   concurrency?: number;
   /** How long replies are kept in the stream. Default: STREAMS.replies. */
   maxAgeMs?: number;
+  /** Copies of the stream (the durable follows it), applied both ways; default from the server (streamReplicas), only ever raised. */
+  replicas?: number;
   logger?: Logger;
   metrics?: SinkMetrics;
 }
@@ -136,13 +140,18 @@ export function createNatsSink(opts: NatsSinkOptions): NatsSink {
       const stream = STREAMS.replies;
       const owned = await connectOwned(opts, { name: 'knative-prestart-sink', inboxPrefix: GATE_INBOX_PREFIX }, async (nc) => {
         const jsm = await jetStreamManager(nc);
-        await ensureStream(jsm, opts.maxAgeMs === undefined ? stream : { ...stream, maxAgeMs: opts.maxAgeMs });
+        const replicas = streamReplicas(nc, opts.replicas);
+        await ensureStream(jsm, opts.maxAgeMs === undefined ? stream : { ...stream, maxAgeMs: opts.maxAgeMs }, { adjust: true, replicas });
         await ensureDurableConsumer(jsm, stream.name, {
           durable,
           filterSubject: `${stream.subjectPrefix}.>`,
           ackWaitMs: opts.ackWaitMs ?? 30_000,
+          replicas: replicas.count,
         });
-        return (await nc.jetstream().consumers.get(stream.name, durable)).consume({ max_messages: concurrency * 2 });
+        return (await nc.jetstream().consumers.get(stream.name, durable)).consume({
+          max_messages: concurrency * 2,
+          expires: PULL_EXPIRES_MS,
+        });
       });
       const conn = owned.nc;
       const pulled = owned.value;

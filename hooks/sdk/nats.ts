@@ -19,8 +19,10 @@ import {
   isStreamNotFound,
   jetStreamManager,
   type NatsTarget,
+  PULL_EXPIRES_MS,
   publishMessage,
   STREAMS,
+  streamReplicas,
 } from '../../schemas/nats.ts';
 import type { NatsSecurity } from '../../schemas/nats-auth.ts';
 import { fromNatsMessage, subjectFor } from '../../schemas/nats-binding.ts';
@@ -59,7 +61,8 @@ export interface NatsHookService {
 
 /**
  * What the options leave out comes from the environment (natsSecurityFromEnv): servers from
- * NATS_URL, credentials and TLS from the mounted files it names.
+ * NATS_URL (one URL, or a cluster's as a comma-separated list), credentials and TLS from the
+ * mounted files it names.
  */
 export async function serveHookNats(options: ServeHookNatsOptions): Promise<NatsHookService> {
   const opts: ServeHookNatsOptions = options.connection
@@ -89,13 +92,13 @@ export async function serveHookNats(options: ServeHookNatsOptions): Promise<Nats
     value: messages,
     release,
   } = await connectOwned(opts, { name: durable, inboxPrefix: hookInboxPrefix(durable) }, async (conn): Promise<ConsumerMessages> => {
-    await ensureHookConsumer(await jetStreamManager(conn), {
+    await ensureHookConsumer(conn, await jetStreamManager(conn), {
       durable,
       filterSubject: subject,
       ackWaitMs,
       maxAckPending: opts.maxInFlight ?? 256,
     });
-    return (await conn.jetstream().consumers.get(STREAMS.requests.name, durable)).consume({ max_messages: 64 });
+    return (await conn.jetstream().consumers.get(STREAMS.requests.name, durable)).consume({ max_messages: 64, expires: PULL_EXPIRES_MS });
   });
 
   // Stopping ends the retries: the request is nak'ed and another replica sends the reply.
@@ -183,7 +186,7 @@ function withSecurity(security: NatsSecurity | undefined): { security?: NatsSecu
  * requests stream is missing does the hook create both with the gate's defaults (never changing
  * one that exists). A hook with least-privilege NATS permissions may not, and then says so.
  */
-async function ensureHookConsumer(jsm: JetStreamManager, consumer: DurableConsumerSpec): Promise<void> {
+async function ensureHookConsumer(nc: NatsConnection, jsm: JetStreamManager, consumer: DurableConsumerSpec): Promise<void> {
   try {
     await ensureDurableConsumer(jsm, STREAMS.requests.name, consumer);
     return;
@@ -191,8 +194,9 @@ async function ensureHookConsumer(jsm: JetStreamManager, consumer: DurableConsum
     if (!isStreamNotFound(err)) throw err;
   }
   try {
-    await ensureStream(jsm, STREAMS.requests, { adjust: false });
-    await ensureStream(jsm, STREAMS.replies, { adjust: false });
+    const replicas = streamReplicas(nc);
+    await ensureStream(jsm, STREAMS.requests, { adjust: false, replicas });
+    await ensureStream(jsm, STREAMS.replies, { adjust: false, replicas });
   } catch (err) {
     throw new Error(
       `stream ${STREAMS.requests.name} does not exist yet and this hook could not create it; start the gate, which creates it: ${(err as Error).message}`,
