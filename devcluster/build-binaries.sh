@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries from Go modules at pinned versions and caches them
 # outside the repo, so a warm machine skips the build. Prints one clear line on failure.
 #
-#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node]
+#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images]
 #
 # Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
 set -euo pipefail
@@ -334,6 +334,53 @@ build_node_images() {
     echo "$ref" > "$out/$name.ref"
   done
 }
+# Knative Serving's own mains as images for pods on the real node (devcluster/knative-serving-pods.ts),
+# the way `ko build` makes them: from scratch, the static binary at /ko-app/<name> as entrypoint,
+# a non-root user (Knative's manifests ask for runAsNonRoot), named dev.local/knative/serving/<name>
+# (Knative skips tag resolution for dev.local). Built in the work dir of build_knative_serving, so
+# its module graph and Go build cache are shared; needs build_knative_serving (and its config/).
+KNATIVE_SERVING_IMAGES="controller webhook activator autoscaler queue"
+build_knative_serving_images() {
+  local version="$KNATIVE_SERVING_VERSION"
+  local out="$cache/bin/knative-serving-$version/images"
+  local dir="$work/knative-serving-$version"
+  command -v buildah >/dev/null 2>&1 || die "knative-serving images: buildah is not installed (scripts/system-deps.sh installs it)"
+  [ -f "$dir/tools.go" ] || build_knative_serving
+  mkdir -p "$out"
+  local name missing=""
+  for name in $KNATIVE_SERVING_IMAGES; do
+    [ -s "$out/$name.oci.tar" ] && [ "$(cat "$out/$name.ref" 2>/dev/null)" = "dev.local/knative/serving/$name:$version" ] || missing="$missing $name"
+  done
+  [ -n "$missing" ] || return 0
+  (
+    cd "$dir"
+    {
+      printf '//go:build tools\npackage tools\n\nimport (\n'
+      for name in $KNATIVE_SERVING_IMAGES; do printf '\t_ "knative.dev/serving/cmd/%s"\n' "$name"; done
+      printf ')\n'
+    } > tools_images.go
+    go mod tidy -e >/dev/null 2>&1 || true
+    mkdir -p "$dir/images"
+    for name in $missing; do
+      go build -tags tools -trimpath -ldflags "-s -w" -o "$dir/images/$name" "knative.dev/serving/cmd/$name"
+    done
+  )
+  local store="$dir/images/storage" ref c
+  local -a bah=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
+  for name in $missing; do
+    ref="dev.local/knative/serving/$name:$version"
+    c="$("${bah[@]}" from --isolation chroot scratch)"
+    "${bah[@]}" copy "$c" "$dir/images/$name" "/ko-app/$name" >/dev/null
+    "${bah[@]}" config --entrypoint "[\"/ko-app/$name\"]" --cmd '' --user 65532:65532 --env KO_DATA_PATH=/var/run/ko "$c"
+    rm -f "$out/$name.oci.tar.tmp"
+    "${bah[@]}" commit --format oci "$c" "oci-archive:$out/$name.oci.tar.tmp:$ref" >/dev/null
+    "${bah[@]}" rm "$c" >/dev/null
+    "${bah[@]}" rmi --all >/dev/null 2>&1 || true
+    mv "$out/$name.oci.tar.tmp" "$out/$name.oci.tar"
+    echo "$ref" > "$out/$name.ref"
+  done
+  rm -rf "$store"
+}
 build_node() {
   build_node_kubernetes
   build_coredns
@@ -352,6 +399,7 @@ case "$what" in
   jaeger) step jaeger build_jaeger ;;
   node) step node build_node ;;
   node-images) step node-images build_node_images ;;
+  knative-serving-images) step knative-serving-images build_knative_serving_images ;;
   all)
     # Everything a test run uses: the control plane, then what transport and Knative tests run.
     step etcd build_etcd
@@ -364,6 +412,8 @@ case "$what" in
     # The real node (test/e2e/real-node.test.ts): after kubernetes, whose work dir and build
     # cache the kubelet shares; ~2 min for kubelet + kube-proxy, ~3 min cold for CoreDNS.
     step node build_node
+    # Knative Serving as pods on the real node (test/e2e/serving-pods.test.ts).
+    step knative-serving-images build_knative_serving_images
     # Only the kn plugin test uses kn: without its source here, that test alone fails, saying so.
     if kn_source_missing; then
       echo "build-binaries: kn not built: no source for knative/client $KN_VERSION ($kn_source_hint)" >&2
@@ -371,5 +421,5 @@ case "$what" in
       step kn build_kn
     fi
     ;;
-  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images)" ;;
+  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images)" ;;
 esac

@@ -29,6 +29,9 @@ const POD_CIDR = '10.244.0.0/16';
 // endpoints (Knative reads them), node-lifecycle, which lifts the not-ready taint that the
 // TaintNodesByCondition admission plugin puts on every new Node, ClusterRole aggregation (CRDs'
 // roles folded into admin/edit/view) and the type-check status of ValidatingAdmissionPolicies.
+// EndpointSlice mirroring: Knative's ServerlessServices write v1 Endpoints of selectorless
+// Services (the activator or the pods behind a Revision's public Service); kube-proxy on the
+// real node reads only EndpointSlices, so without it those Services have no endpoints.
 export const CONTROLLERS = [
   'deployment-controller',
   'replicaset-controller',
@@ -40,6 +43,7 @@ export const CONTROLLERS = [
   'root-ca-certificate-publisher-controller',
   'endpoints-controller',
   'endpointslice-controller',
+  'endpointslice-mirroring-controller',
   'node-lifecycle-controller',
   'pod-garbage-collector-controller',
   'clusterrole-aggregation-controller',
