@@ -56,8 +56,12 @@ export interface RealNode {
   startSeconds: number;
   /** nodeSelector and tolerations for a pod spec that must run here. */
   placement(): { nodeSelector: Record<string, string>; tolerations: V1Toleration[] };
-  /** Imports more images (OCI archives built here) into the node's containerd under `ref`. */
-  importImages(images: { archive: string; ref: string }[]): Promise<void>;
+  /**
+   * Imports more images (OCI archives built here) into the node's containerd under `ref`; with
+   * `digest`, also under `<ref's repository>@<digest>`, the name a pull by digest would have
+   * left (the CRI finds a by-digest image reference only under such a name).
+   */
+  importImages(images: { archive: string; ref: string; digest?: string }[]): Promise<void>;
   /** What of the node is still on the host (empty once stop() has run). */
   leftovers(): string[];
   stop(): Promise<void>;
@@ -347,7 +351,12 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
         tolerations: [{ key: REAL_NODE_TAINT.key, operator: 'Equal', value: REAL_NODE_TAINT.value, effect: REAL_NODE_TAINT.effect }],
       }),
       importImages: async (images) => {
-        await Promise.all(images.map((i) => importImage(cd, i.archive, i.ref)));
+        await Promise.all(
+          images.map(async (i) => {
+            await importImage(cd, i.archive, i.ref);
+            if (i.digest) await ctr(cd, 'images', 'tag', '--force', i.ref, `${i.ref.replace(/:[^/:]+$/, '')}@${i.digest}`);
+          }),
+        );
       },
       leftovers: () => hostLeftovers(state),
       stop: () => {

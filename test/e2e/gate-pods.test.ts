@@ -1,0 +1,129 @@
+// knative-prestart installed as the README's Install section says, on the real node beside Knative
+// Serving's pods (devcluster/knative-serving-pods.ts): the image of `npm run image` (its OCI
+// archive, imported into the node's containerd: the node's "registry"), `npm run release -- --out
+// DIR` (the digest pinned), `kubectl apply --server-side -f knative-prestart.yaml` and `kubectl
+// rollout status`. Checked: two gate replicas Ready as pods on the real node, the gate's webhooks
+// called through its Service (registered by Service reference), and a Knative Service that no
+// PrestartHook matches becomes Ready with the gate in the admission path.
+// Needs: root, `build-binaries.sh node knative-serving-images`, `npm run image`.
+
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import test from 'ava';
+import { cacheDir, controlPlaneBinaries } from '../../devcluster/binaries.ts';
+import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
+import { startIngressStandIn } from '../../devcluster/knative-client.ts';
+import { type KnativeServingPods, startKnativeServingPods } from '../../devcluster/knative-serving-pods.ts';
+import { kubeRequest } from '../../devcluster/kube-request.ts';
+import { type RealNode, realNodeUnavailable, startNode } from '../../devcluster/node.ts';
+import { waitFor } from '../../devcluster/wait.ts';
+
+const run = promisify(execFile);
+const NS = 'gate-pods-e2e';
+const GATE_NS = 'knative-prestart';
+let cluster: Cluster | undefined;
+let node: RealNode | undefined;
+let serving: KnativeServingPods | undefined;
+let ingress: { stop(): void } | undefined;
+let releaseDir: string | undefined;
+const say = (line: string) => process.stdout.write(`gate-pods: ${line}\n`);
+
+test.before(async () => {
+  const unavailable = realNodeUnavailable();
+  if (unavailable) throw new Error(unavailable);
+  const imageInfo = join(cacheDir(), 'images', 'knative-prestart-0.1.0.json');
+  if (!existsSync(imageInfo)) throw new Error(`no image built (${imageInfo} missing): run npm run image`);
+  cluster = await startCluster({ nodes: 0, progress: say });
+  node = await startNode(cluster, { taint: false, progress: say });
+  serving = await startKnativeServingPods(cluster, node, { progress: say });
+  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  ingress = startIngressStandIn(cluster.kubeConfig, NS);
+});
+
+test.after.always(async () => {
+  ingress?.stop();
+  if (cluster) {
+    await kubeRequest(
+      cluster.kubeConfig,
+      'DELETE',
+      '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/knative-prestart',
+    ).catch(() => undefined);
+  }
+  await serving?.stop();
+  await node?.stop();
+  await cluster?.stop();
+  if (releaseDir) rmSync(releaseDir, { recursive: true, force: true });
+});
+
+test.serial('the release installs the gate as two pods on the real node; a Knative Service no hook matches becomes Ready', async (t) => {
+  if (!cluster || !node) return t.fail('no cluster');
+  const info = JSON.parse(readFileSync(join(cacheDir(), 'images', 'knative-prestart-0.1.0.json'), 'utf8')) as {
+    reference: string;
+    archive: string;
+    digest: string;
+  };
+  const t0 = performance.now();
+  await node.importImages([{ archive: info.archive, ref: info.reference, digest: info.digest }]);
+  releaseDir = mkdtempSync(join(tmpdir(), 'knative-prestart-release-'));
+  await run(process.execPath, ['--import', 'tsx', 'release/build.ts', '--out', releaseDir], { timeout: 60_000 });
+  const kubectl = controlPlaneBinaries().kubectl;
+  const kc = ['--kubeconfig', cluster.kubeconfigPath];
+  await run(kubectl, [...kc, 'apply', '--server-side', '-f', join(releaseDir, 'knative-prestart.yaml')], { timeout: 60_000 });
+  await run(kubectl, [...kc, '-n', GATE_NS, 'rollout', 'status', 'deployment/knative-prestart-gate', '--timeout=150s'], {
+    timeout: 160_000,
+  });
+  const installed = (performance.now() - t0) / 1000;
+  say(`gate installed and rolled out ${installed.toFixed(1)}s after the image import started`);
+
+  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  const pods = (await core.listNamespacedPod({ namespace: GATE_NS })).items.filter((p) =>
+    p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  );
+  t.true(
+    pods.filter((p) => p.metadata?.name?.startsWith('knative-prestart-gate-')).length >= 2,
+    pods.map((p) => p.metadata?.name).join(' '),
+  );
+  t.true(pods.every((p) => p.spec?.nodeName === node?.name));
+  t.true(pods.every((p) => (p.spec?.containers[0]?.image ?? '').endsWith(info.digest)));
+
+  const hooks = (
+    await kubeRequest(cluster.kubeConfig, 'GET', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/knative-prestart')
+  ).body as { webhooks: { clientConfig: { url?: string; service?: { name: string } } }[] };
+  t.true(hooks.webhooks.every((w) => w.clientConfig.url === undefined && w.clientConfig.service?.name === 'knative-prestart-gate'));
+
+  const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+  const t1 = performance.now();
+  await custom.createNamespacedCustomObject({
+    group: 'serving.knative.dev',
+    version: 'v1',
+    namespace: NS,
+    plural: 'services',
+    body: {
+      apiVersion: 'serving.knative.dev/v1',
+      kind: 'Service',
+      metadata: { name: 'plain' },
+      spec: { template: { spec: { containers: [{ image: node.images.testApp }] } } },
+    },
+  });
+  await waitFor(
+    async () => {
+      const s = (await custom.getNamespacedCustomObject({
+        group: 'serving.knative.dev',
+        version: 'v1',
+        namespace: NS,
+        plural: 'services',
+        name: 'plain',
+      })) as { status?: { conditions?: { type: string; status: string; message?: string }[] } };
+      const r = s.status?.conditions?.find((c) => c.type === 'Ready');
+      if (r?.status === 'True') return true;
+      throw new Error(`Ready ${r?.status ?? 'absent'}: ${r?.message ?? ''}`);
+    },
+    { what: 'Knative Service plain Ready with the gate installed', timeoutMs: 120_000, intervalMs: 250 },
+  );
+  say(`Knative Service Ready ${((performance.now() - t1) / 1000).toFixed(1)}s after its create, the gate in the path`);
+});
