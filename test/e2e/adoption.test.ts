@@ -438,7 +438,7 @@ test.serial(
 );
 
 test.serial(
-  'control R1: with the two Deployment policies unbound for the tenant’s create, Knative takes the foreign-owned Deployment over while held',
+  'control R1: with the two Deployment policies out of the way of the tenant’s create, Knative takes the foreign-owned Deployment over while held',
   async (t) => {
     const name = 'foreign-00001';
     const held = await kn.revision(name);
@@ -452,9 +452,27 @@ test.serial(
       });
     };
     t.teardown(rebind);
-    for (const binding of ['prestart-revision-deployments', 'prestart-hold-deployments'])
-      await admission.deleteValidatingAdmissionPolicyBinding({ name: binding });
-    await waitFor(async () => !(await policyRefuses()) && !(await holdPolicyRefuses()), { what: 'the unbound policies to stop refusing' });
+    // The hold policy stays bound for every value but the tenant's "false": Knative keeps
+    // retrying its own create of this very Deployment (with "true"), and must not win the race
+    // for the name while the tenant's create is let through. Policy 4 is unbound: Knative holds
+    // its verb, so it changes nothing for Knative's own writes.
+    await admission.deleteValidatingAdmissionPolicyBinding({ name: 'prestart-revision-deployments' });
+    await applyManifests(
+      env.admin,
+      JSON.stringify({
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: 'prestart-hold-deployments', labels: { 'app.kubernetes.io/part-of': 'knative-prestart' } },
+        spec: {
+          policyName: 'prestart-hold-deployments',
+          validationActions: ['Deny'],
+          matchResources: { objectSelector: { matchExpressions: [{ key: 'prestart.dev/hold', operator: 'NotIn', values: ['false'] }] } },
+        },
+      }),
+    );
+    await waitFor(async () => !(await policyRefuses()) && !(await holdPolicyRefuses()), {
+      what: 'policy 4 unbound and the hold policy to let "false" through',
+    });
     await tenant.makeApiClient(AppsV1Api).createNamespacedDeployment({
       namespace: env.namespace,
       body: foreignDeployment(held as KnativeObject, { apiVersion: 'example.com/v1', kind: 'Revision' }, { 'prestart.dev/hold': 'false' }),
