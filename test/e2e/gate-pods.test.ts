@@ -4,7 +4,11 @@
 // DIR` (the digest pinned), `kubectl apply --server-side -f knative-prestart.yaml` and `kubectl
 // rollout status`. Checked: two gate replicas Ready as pods on the real node, the gate's webhooks
 // called through its Service (registered by Service reference), and a Knative Service that no
-// PrestartHook matches becomes Ready with the gate in the admission path.
+// PrestartHook matches becomes Ready with the gate in the admission path. Then the hooks file
+// (`kubectl apply --server-side -f knative-prestart-hooks.yaml`, the README's RoleBinding for the
+// secret hook): a Service whose template carries the hook's annotation is held (its PrestartRun
+// says the hook waits for the Secret; no pod of it exists), is released once the Secret exists,
+// and its pod answers through the activator with the binding in its environment.
 // Needs: root, `build-binaries.sh node knative-serving-images`, `npm run image`.
 
 import { execFile } from 'node:child_process';
@@ -127,3 +131,119 @@ test.serial('the release installs the gate as two pods on the real node; a Knati
   );
   say(`Knative Service Ready ${((performance.now() - t1) / 1000).toFixed(1)}s after its create, the gate in the path`);
 });
+
+test.serial(
+  'with the hooks file: a Service bound by the secret hook is held with no pod, then released with its binding, answering through the activator',
+  async (t) => {
+    if (!cluster || !node || !releaseDir) return t.fail('no gate installed');
+    const kubectl = controlPlaneBinaries().kubectl;
+    const kc = ['--kubeconfig', cluster.kubeconfigPath];
+    const t0 = performance.now();
+    await run(kubectl, [...kc, 'apply', '--server-side', '-f', join(releaseDir, 'knative-prestart-hooks.yaml')], { timeout: 60_000 });
+    await run(
+      kubectl,
+      [
+        ...kc,
+        'create',
+        'rolebinding',
+        'prestart-hook-secret',
+        '-n',
+        NS,
+        '--clusterrole=knative-prestart-hook-secret-namespace',
+        '--serviceaccount=knative-prestart:prestart-hook-secret',
+      ],
+      { timeout: 30_000 },
+    );
+    await run(kubectl, [...kc, '-n', GATE_NS, 'rollout', 'status', 'deployment/prestart-hook-secret', '--timeout=120s'], {
+      timeout: 130_000,
+    });
+    say(`hooks file applied, the secret hook rolled out in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
+
+    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    await custom.createClusterCustomObject({
+      group: 'prestart.dev',
+      version: 'v1alpha1',
+      plural: 'prestarthooks',
+      body: {
+        apiVersion: 'prestart.dev/v1alpha1',
+        kind: 'PrestartHook',
+        metadata: { name: 'db-credentials' },
+        spec: {
+          match: { annotation: { key: 'prestart.dev/database' } },
+          timeout: '10m',
+          failurePolicy: 'Fail',
+          contributions: { allowed: ['env'] },
+          params: { secretName: '{{service}}-db', requiredKeys: ['uri'], as: 'env', env: { DATABASE_URL: 'uri' } },
+          delivery: { transport: 'http', url: 'http://prestart-hook-secret.knative-prestart.svc/' },
+        },
+      },
+    });
+    const svcApi = { group: 'serving.knative.dev', version: 'v1', namespace: NS, plural: 'services' };
+    const t1 = performance.now();
+    await custom.createNamespacedCustomObject({
+      ...svcApi,
+      body: {
+        apiVersion: 'serving.knative.dev/v1',
+        kind: 'Service',
+        metadata: { name: 'bound' },
+        spec: {
+          template: {
+            metadata: { annotations: { 'prestart.dev/database': 'orders' } },
+            spec: { containers: [{ image: node.images.testApp }] },
+          },
+        },
+      },
+    });
+    // Held: the Revision exists, its hook waits for the Secret, and no pod of it runs.
+    const held = await waitFor(
+      async () => {
+        const runs = (await custom.listNamespacedCustomObject({
+          group: 'prestart.dev',
+          version: 'v1alpha1',
+          namespace: NS,
+          plural: 'prestartruns',
+        })) as {
+          items: { metadata: { name: string }; status?: { hooks?: { message?: string }[] } }[];
+        };
+        const r = runs.items[0];
+        const msg = r?.status?.hooks?.[0]?.message ?? '';
+        return msg ? { name: r?.metadata.name ?? '', msg } : undefined;
+      },
+      { what: 'a PrestartRun of Service bound whose hook reports progress', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    say(`held: PrestartRun ${held.name}: ${held.msg}`);
+    const podsWhileHeld = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'serving.knative.dev/service=bound' })).items;
+    t.is(podsWhileHeld.length, 0, 'a held Revision has no pod');
+
+    const t2 = performance.now();
+    await core.createNamespacedSecret({
+      namespace: NS,
+      body: { metadata: { name: 'bound-db' }, stringData: { uri: 'postgres://orders.example/db' } },
+    });
+    const ready = await waitFor(
+      async () => {
+        const s = (await custom.getNamespacedCustomObject({ ...svcApi, name: 'bound' })) as {
+          status?: { conditions?: { type: string; status: string; message?: string }[]; latestReadyRevisionName?: string };
+        };
+        const r = s.status?.conditions?.find((c) => c.type === 'Ready');
+        if (r?.status === 'True') return s;
+        throw new Error(`Ready ${r?.status ?? 'absent'}: ${r?.message ?? ''}`);
+      },
+      { what: 'Service bound Ready after its Secret exists', timeoutMs: 120_000, intervalMs: 250 },
+    );
+    say(
+      `released and Ready ${((performance.now() - t2) / 1000).toFixed(1)}s after the Secret was created (${((performance.now() - t1) / 1000).toFixed(1)}s after the Service)`,
+    );
+    const rev = ready.status?.latestReadyRevisionName ?? '';
+    const activator = await core.readNamespacedService({ name: 'activator-service', namespace: 'knative-serving' });
+    const res = await fetch(`http://${activator.spec?.clusterIP}:80/bound`, {
+      headers: { 'Knative-Serving-Revision': rev, 'Knative-Serving-Namespace': NS },
+      signal: AbortSignal.timeout(60_000),
+    });
+    t.is(res.status, 200);
+    const answer = (await res.json()) as { env: Record<string, string> };
+    t.is(answer.env.DATABASE_URL, 'postgres://orders.example/db');
+    say(`through the activator: DATABASE_URL=${answer.env.DATABASE_URL}`);
+  },
+);
