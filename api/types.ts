@@ -119,6 +119,23 @@ export interface PrestartHookSpec {
   params?: Record<string, unknown>;
   contributions?: { allowed: ContributionKind[] };
   delivery: HookDelivery;
+  /**
+   * Who the hook is, for sender identity (docs/protocol.md "Sender identity"). Absent: the hook is
+   * known by its HMAC replyid alone, as before.
+   */
+  identity?: HookIdentity;
+}
+
+/**
+ * The hook's identity on the wire. Its replies to the gate's sink carry a token of
+ * `serviceAccount` (checked by TokenReview when the gate runs with --reply-identity); the gate's
+ * requests to it carry a token of the gate's own ServiceAccount minted for `audience`, when set.
+ */
+export interface HookIdentity {
+  /** The ServiceAccount the hook runs as: a reply's token must belong to it. */
+  serviceAccount?: { namespace: string; name: string };
+  /** Direct HTTP: the audience the gate's token is minted for when it calls the hook. */
+  audience?: string;
 }
 
 export interface PrestartHook {

@@ -2,6 +2,10 @@
 //   1. HTTP: the sink router (raw body, parse, validate, verify replyid, onReply) against a bare
 //      express handler that only reads the raw body; same client (keep-alive http.Agent, N
 //      concurrent loops), same number of requests, same pre-serialised events.
+//      A third server is the same sink with sender identity required (issue 22): each reply carries
+//      a bearer token of the hook's ServiceAccount; its TokenReview is a stub answering at once
+//      (the real one is made once per token lifetime and cached, sinks/token-review.ts), so the
+//      figure is the steady state: header parse, SHA-256 of the token, a map lookup, the compare.
 //   2. NATS: replies already stored in PRESTART_REPLIES, drained by the JetStream sink.
 // onReply is a stub that resolves { type: 'applied' } at once: the figures cover the sinks, not
 // the PrestartRun writes the gate does behind them.
@@ -21,6 +25,7 @@ import { buildCompleted, buildRequested, KeyRing, toBinary } from '../schemas/in
 import { ensureStream, STREAMS } from '../schemas/nats.ts';
 import { installSinkRoutes } from '../sinks/http.ts';
 import { createNatsSink } from '../sinks/nats.ts';
+import { createReplyIdentity } from '../sinks/token-review.ts';
 import type { ReplyDisposition } from '../sinks/types.ts';
 
 const { values: args } = parseArgs({
@@ -119,11 +124,30 @@ async function benchHttp(): Promise<void> {
     if (!Buffer.isBuffer(req.body)) throw new Error('no body');
     res.status(202).end();
   });
+  // A token shaped like a projected ServiceAccount token (a JWT of ~1 KB, exp in an hour): its
+  // size is part of what identity costs on the wire.
+  const claims = { aud: ['knative-prestart-gate'], exp: Math.floor(Date.now() / 1000) + 3600, sub: 'system:serviceaccount:bench:db' };
+  const token = `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${'s'.repeat(342)}`;
+  const withToken = messages.map((m) => ({ ...m, headers: { ...m.headers, authorization: `Bearer ${token}` } }));
+  let reviews = 0;
+  const identity = createReplyIdentity({
+    mode: 'required',
+    audience: 'knative-prestart-gate',
+    identityOf: () => ({ serviceAccount: { namespace: 'bench', name: 'db' } }),
+    review: async () => {
+      reviews++;
+      return { authenticated: true, username: 'system:serviceaccount:bench:db', audiences: ['knative-prestart-gate'] };
+    },
+  });
+  const idApp = express();
+  installSinkRoutes(idApp, { keys, onReply: applied, logger: silent, identity });
   const sink = await listen(sinkApp);
   const bare = await listen(bareApp);
+  const withId = await listen(idApp);
   try {
     await drive(bare.port, '/', messages, WARMUP);
     await drive(sink.port, '/', messages, WARMUP);
+    await drive(withId.port, '/', withToken, WARMUP);
     // The machine is shared and its speed drifts by a third from one second to the next (measured:
     // the same bare handler at 4,500 to 7,100 events/s). So the two run in pairs, back to back, the
     // order swapped every round, and the figure is the median of the pairs' ratios; the range
@@ -133,6 +157,9 @@ async function benchHttp(): Promise<void> {
     const sinkRuns = [] as number[];
     const ratios = [] as number[];
     const cpuRatios = [] as number[];
+    const idRuns = [] as number[];
+    const idRatios = [] as number[];
+    const idCpuRatios = [] as number[];
     for (let round = 0; round < ROUNDS; round++) {
       const first = round % 2 === 0 ? bare : sink;
       const second = first === bare ? sink : bare;
@@ -143,6 +170,14 @@ async function benchHttp(): Promise<void> {
       sinkRuns.push(sinkRate.wall);
       ratios.push(sinkRate.wall / bareRate.wall);
       cpuRatios.push(sinkRate.cpu / bareRate.cpu);
+      // Identity on against off, paired the same way (order swapped every round).
+      const [x, y] = round % 2 === 0 ? [sink, withId] : [withId, sink];
+      const rx = await drive(x.port, '/', x === withId ? withToken : messages, REQUESTS);
+      const ry = await drive(y.port, '/', y === withId ? withToken : messages, REQUESTS);
+      const [offRate, onRate] = x === sink ? [rx, ry] : [ry, rx];
+      idRuns.push(onRate.wall);
+      idRatios.push(onRate.wall / offRate.wall);
+      idCpuRatios.push(onRate.cpu / offRate.cpu);
     }
     const spread = (xs: number[]) => `rounds from ${Math.min(...xs).toFixed(2)} to ${Math.max(...xs).toFixed(2)}`;
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] as number;
@@ -154,7 +189,12 @@ async function benchHttp(): Promise<void> {
     console.log(`${label('sink (parse + validate + verify + onReply)')}${median(sinkRuns).toFixed(0).padStart(7)} events/s`);
     console.log(`  ratio sink/bare, median of ${ROUNDS} paired rounds: ${median(ratios).toFixed(2)} (${spread(ratios)})`);
     console.log(`  the same per CPU second (work done; waits for a CPU left out): ${median(cpuRatios).toFixed(2)} (${spread(cpuRatios)})`);
+    console.log(`${label('sink + identity required (token cached)')}${median(idRuns).toFixed(0).padStart(7)} events/s`);
+    console.log(`  ratio identity on/off, median of ${ROUNDS} paired rounds: ${median(idRatios).toFixed(2)} (${spread(idRatios)})`);
+    console.log(`  the same per CPU second: ${median(idCpuRatios).toFixed(2)} (${spread(idCpuRatios)})`);
+    console.log(`  TokenReviews (stubbed) for ${WARMUP + ROUNDS * REQUESTS} replies with one token: ${reviews}`);
   } finally {
+    await withId.close();
     await sink.close();
     await bare.close();
   }
@@ -203,6 +243,7 @@ async function benchNats(): Promise<void> {
 console.log(
   "onReply is stubbed (resolves { type: 'applied' } at once): no PrestartRun writes are measured (bench/scale.ts measures replies per second with the run really written).",
 );
+console.log('the TokenReview of the identity sink is stubbed (answers at once); the real one is made once per token lifetime.');
 // Figures from a shared machine mean little without its load next to them.
 console.log(`machine: ${cpus().length} CPUs, load average ${loadavg()[0]?.toFixed(1)} at start`);
 const t0 = performance.now();

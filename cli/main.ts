@@ -15,6 +15,7 @@ import { errorLine } from '../api/kube-errors.ts';
 import { DEFAULTS, type GateConfig } from '../gate/config.ts';
 import type { NatsSecurity, NatsTls } from '../schemas/nats-auth.ts';
 import { GATE_INBOX_PREFIX, MAX_REPLICAS } from '../schemas/nats-names.ts';
+import { DEFAULT_SINK_AUDIENCE, IDENTITY_MODES, type IdentityMode } from '../sinks/identity.ts';
 
 function int(value: string): number {
   const n = Number.parseInt(value, 10);
@@ -39,6 +40,12 @@ function proxyUrl(value: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError(`"${value}" is not an http:// or https:// URL`);
   return value;
+}
+
+function identityMode(value: string): IdentityMode {
+  if (!(IDENTITY_MODES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`"${value}" is not one of ${IDENTITY_MODES.join(', ')}`);
+  return value as IdentityMode;
 }
 
 /** The command line for `argv` (process.argv's shape): every command, or `gate` alone when that is the one run. */
@@ -80,6 +87,18 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
     .option('--nats-tls-key <file>', 'key (PEM) of --nats-tls-cert')
     .option('--nats-tls-server-name <name>', "name the NATS server's certificate must carry, if not the URL's host")
     .option('--nats-inbox-prefix <prefix>', "the gate's NATS inbox; grant it subscribe on <prefix>.> only", GATE_INBOX_PREFIX)
+    .option(
+      '--reply-identity <mode>',
+      "sender identity on the HTTP sink: off (replyid only), optional (a token, when sent, must be the hook's), required (every reply needs its hook's ServiceAccount token)",
+      identityMode,
+      'off',
+    )
+    .option('--reply-audience <audience>', 'the audience reply tokens must be minted for (announced by the sink)', DEFAULT_SINK_AUDIENCE)
+    .option(
+      '--service-account <ns/name>',
+      "the gate's own ServiceAccount, whose tokens go to hooks naming identity.audience",
+      `${DEFAULTS.namespace}/knative-prestart-gate`,
+    )
     .option('--binding-root <path>', 'where contributed volumes are mounted', DEFAULTS.bindingRoot)
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
     .option('--lease-duration <seconds>', "how long a dead leader's lease blocks a successor", int, 15)
@@ -141,9 +160,21 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     nats: natsConfig(o),
     triggers: o.triggerReplyUri === undefined ? undefined : { replyUri: String(o.triggerReplyUri) },
     broker: o.brokerProxy === undefined ? undefined : { proxy: String(o.brokerProxy) },
+    ...identityConfig(o),
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),
     resyncSeconds: Number(o.resync),
+  };
+}
+
+/** Sender identity: nothing in the config for the defaults, so a gate run without the flags is configured exactly as before. */
+function identityConfig(o: Record<string, string | number | undefined>): Pick<GateConfig, 'senderIdentity' | 'serviceAccount'> {
+  const sa = /^([^/]+)\/([^/]+)$/.exec(String(o.serviceAccount ?? ''));
+  if (!sa) throw new InvalidArgumentError(`--service-account must look like ns/name, got "${o.serviceAccount}"`);
+  const mode = (o.replyIdentity ?? 'off') as IdentityMode;
+  return {
+    serviceAccount: { namespace: sa[1] ?? '', name: sa[2] ?? '' },
+    ...(mode === 'off' ? {} : { senderIdentity: { replies: mode, audience: String(o.replyAudience ?? DEFAULT_SINK_AUDIENCE) } }),
   };
 }
 

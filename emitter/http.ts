@@ -17,6 +17,11 @@ export interface HttpTransportOptions {
   /** Largest synchronous reply read from a hook. Default: the contract's reply limit (64 KiB). */
   maxReplyBytes?: number;
   userAgent?: string;
+  /**
+   * The bearer token for a hook, or undefined for none (sender identity: the gate's ServiceAccount
+   * token for the hook's identity.audience). Asked per send: the source keeps and refreshes tokens.
+   */
+  bearerFor?: (hook: string, delivery: HookDelivery) => Promise<string | undefined>;
 }
 
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
@@ -30,9 +35,20 @@ export function createHttpTransport(opts: HttpTransportOptions = {}): Transport 
   async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
     const url = delivery.url;
     if (!url) throw new TransportError(`hook ${hook}: delivery.transport is http but delivery.url is not set`, false);
+    let message = toBinary(event);
+    if (opts.bearerFor) {
+      let token: string | undefined;
+      try {
+        token = await opts.bearerFor(hook, delivery);
+      } catch (err) {
+        // No token now (the apiserver is unreachable): the request waits for the resend, never goes without.
+        throw new TransportError(`hook ${hook}: no token for its audience: ${(err as Error).message}`, true);
+      }
+      if (token !== undefined) message = { ...message, headers: { ...message.headers, authorization: `Bearer ${token}` } };
+    }
     let answer: HttpAnswer;
     try {
-      answer = await postMessage(url, toBinary(event), { timeoutMs, maxBytes, userAgent, signal: closing.signal });
+      answer = await postMessage(url, message, { timeoutMs, maxBytes, userAgent, signal: closing.signal });
     } catch (err) {
       if (!(err instanceof PostError)) throw err;
       // Only a reply over the limit is for good: the same hook would send the same reply again.

@@ -53,6 +53,18 @@ export interface GateConfig {
      */
     proxy?: string;
   };
+  /**
+   * Sender identity (docs/protocol.md "Sender identity"). Absent: replies are trusted on their
+   * HMAC replyid alone and the gate sends no tokens, as before.
+   */
+  senderIdentity?: {
+    /** What the HTTP sink asks of a reply's bearer token (IdentityMode); default off. */
+    replies: 'off' | 'optional' | 'required';
+    /** The audience the sink announces and reviews reply tokens for. Default DEFAULT_SINK_AUDIENCE. */
+    audience?: string;
+  };
+  /** The gate's own ServiceAccount, whose tokens (TokenRequest) go to hooks naming an audience. Default knative-prestart/knative-prestart-gate. */
+  serviceAccount?: { namespace: string; name: string };
   workers: number;
   /** How long a dead leader's lease blocks a successor; a leader that cannot renew for 2/3 of it steps down. */
   leaseSeconds?: number;

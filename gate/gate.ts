@@ -9,9 +9,11 @@ import { errorLine } from '../api/kube-errors.ts';
 import { toHook } from '../api/resources.ts';
 import { createTransports, kubeBrokerResolver, type Transports } from '../emitter/index.ts';
 import { installSinkRoutes } from '../sinks/http.ts';
+import { DEFAULT_SINK_AUDIENCE } from '../sinks/identity.ts';
 import { createIntake } from '../sinks/intake.ts';
 import { countingIntake, createSinkMetrics } from '../sinks/metrics.ts';
 import type { NatsSink } from '../sinks/nats.ts';
+import { createReplyIdentity, kubeTokenReview } from '../sinks/token-review.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
@@ -26,6 +28,7 @@ import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
+import { createTokenSource, kubeMintToken } from './shell/sa-tokens.ts';
 import { startTracing, tracingFromEnv } from './shell/tracing.ts';
 import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
 import { parseLabelSelector } from './webhooks/label-selector.ts';
@@ -98,12 +101,33 @@ export async function startGate(
     const problems = cacheProblems(caches.health(), Date.now(), watchFailureMs);
     return { ok: problems.length === 0, message: problems.length === 0 ? 'ok' : problems.join('\n') };
   };
-  installSinkRoutes(sinkApp, { ...intake.options, logger: log, metrics: sinkMetrics, health });
+  // Sender identity: replies to the HTTP sink checked against the hook's ServiceAccount (TokenReview,
+  // cached per token), read from the hooks cache so an edited identity counts at once.
+  const replyMode = config.senderIdentity?.replies ?? 'off';
+  const identity =
+    replyMode === 'off'
+      ? undefined
+      : createReplyIdentity({
+          mode: replyMode,
+          audience: config.senderIdentity?.audience ?? DEFAULT_SINK_AUDIENCE,
+          identityOf: (hook) => caches.hooks.get(hook)?.spec?.identity,
+          review: kubeTokenReview(kc),
+        });
+  installSinkRoutes(sinkApp, { ...intake.options, logger: log, metrics: sinkMetrics, health, ...(identity ? { identity } : {}) });
   const sinkServer = await listen(createHttpServer(sinkApp), config.sink.host, config.sink.port);
   const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
 
+  // The gate's token for hooks that name an audience (direct HTTP); minted only when one does.
+  const gateTokens = createTokenSource(
+    kubeMintToken(kc, { serviceAccount: config.serviceAccount ?? { namespace: DEFAULTS.namespace, name: 'knative-prestart-gate' } }),
+  );
   const transports: Transports = createTransports({
-    http: {},
+    http: {
+      bearerFor: async (hook) => {
+        const audience = caches.hooks.get(hook)?.spec?.identity?.audience;
+        return audience === undefined ? undefined : gateTokens.token(audience);
+      },
+    },
     broker: {
       resolveBrokerUrl: kubeBrokerResolver(async () => kc),
       ...(config.broker?.proxy === undefined ? {} : { proxy: config.broker.proxy }),

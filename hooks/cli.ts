@@ -29,9 +29,18 @@ export function registerHookCommands(program: Command, io: CliIo = processIo): v
     .option('--timeout <seconds>', 'how long to wait for a final reply', seconds, 30)
     .option('--json', 'print the report as JSON')
     .option('--verbose', 'print every check, not only failures and one line per rule')
+    .option('--identity', 'sender identity is on: every reply posted to the sink must carry a bearer token (R10)')
     .action(
-      async (url: string, o: { hook: string; param: Record<string, unknown>; timeout: number; json?: boolean; verbose?: boolean }) => {
-        const report = await runConformance(url, { hook: o.hook, params: o.param, timeoutMs: o.timeout * 1000 });
+      async (
+        url: string,
+        o: { hook: string; param: Record<string, unknown>; timeout: number; json?: boolean; verbose?: boolean; identity?: boolean },
+      ) => {
+        const report = await runConformance(url, {
+          hook: o.hook,
+          params: o.param,
+          timeoutMs: o.timeout * 1000,
+          identity: o.identity ?? false,
+        });
         io.out(o.json ? JSON.stringify(report, null, 2) : formatReport(report, { verbose: o.verbose ?? false }));
         io.setExitCode(report.passed ? 0 : 1);
       },

@@ -9,8 +9,10 @@
 import express, { type IRouter, type NextFunction, type Request, type Response } from 'express';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
+import { AUDIENCE_HEADER } from './identity.ts';
 import { type Handled, handleCompleted, httpAnswer } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
+import type { ReplyIdentity } from './token-review.ts';
 import type { OnReply } from './types.ts';
 
 export interface HttpSinkOptions {
@@ -23,6 +25,11 @@ export interface HttpSinkOptions {
   metrics?: SinkMetrics;
   /** What GET /healthz reports (the host process's liveness); default always ok. */
   health?: () => { ok: boolean; message: string };
+  /**
+   * Sender identity (--reply-identity optional|required): replies are checked against the hook's
+   * ServiceAccount before the state is touched. Absent (off): the Authorization header is not read.
+   */
+  identity?: ReplyIdentity;
 }
 
 export const DEFAULT_SINK_MAX_BYTES = DEFAULT_MAX_REPLY_BYTES;
@@ -50,15 +57,33 @@ export function installSinkRoutes(router: IRouter, opts: HttpSinkOptions): void 
       .send(message);
   });
 
+  // How a hook learns the audience to mint its reply token for: OPTIONS on a sink path names it
+  // (and every answer to a POST does). With identity off the sink is exactly as it was.
+  const announced = opts.identity?.audience;
+  if (announced !== undefined) {
+    router.options(SINK_PATHS, (_req, res) => {
+      res.set(AUDIENCE_HEADER, announced).set('allow', 'POST, OPTIONS').status(204).end();
+    });
+  }
+
   router.post(SINK_PATHS, rawBody, async (req: Request, res: Response) => {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     // Node's headers as they are: the codec normalises them once (copying them here first was a
     // quarter of the parse path's time).
     const message = { headers: req.headers, body };
-    const handled = await handleCompleted(message, { keys: opts.keys, maxBytes, onReply: opts.onReply });
+    const identity = opts.identity;
+    const handled = await handleCompleted(
+      message,
+      { keys: opts.keys, maxBytes, onReply: opts.onReply },
+      identity ? { identity, authorization: req.headers.authorization } : undefined,
+    );
     countReply(metrics, 'http', handled);
     logHandled(log, handled, req);
     const answer = httpAnswer(handled);
+    if (identity) {
+      res.set(AUDIENCE_HEADER, identity.audience);
+      if (answer.status === 401) res.set('www-authenticate', `Bearer realm="knative-prestart", audience="${identity.audience}"`);
+    }
     if (answer.error === undefined) res.status(answer.status).end();
     else res.status(answer.status).json({ error: answer.error });
   });

@@ -8,6 +8,8 @@ import type { Reply } from '../api/types.ts';
 import type { Message } from '../schemas/event.ts';
 import type { KeyRing, ReceivedMessage } from '../schemas/index.ts';
 import { parseCompleted } from '../schemas/index.ts';
+import type { Verdict } from './identity.ts';
+import type { ReplyIdentity } from './token-review.ts';
 import type { OnReply } from './types.ts';
 
 export type Handled =
@@ -40,10 +42,38 @@ export function createIntake(options: HandleOptions): Intake {
   };
 }
 
+/**
+ * Who sent a reply, for the roads that can tell (the HTTP sink): the gate's identity check and the
+ * request's Authorization header. A hook's synchronous answer comes back on the gate's own call to
+ * the URL the PrestartHook names, and NATS replies on credentials the NATS server checks, so those
+ * roads pass none.
+ */
+export interface Sender {
+  identity: ReplyIdentity;
+  authorization: string | string[] | undefined;
+}
+
 /** A completed event as received: its headers as they came (the codec lowercases and joins them once). */
-export async function handleCompleted(message: ReceivedMessage, opts: HandleOptions): Promise<Handled> {
+export async function handleCompleted(message: ReceivedMessage, opts: HandleOptions, sender?: Sender): Promise<Handled> {
   const parsed = parseCompleted(message, { keys: opts.keys, maxBytes: opts.maxBytes });
   if (!parsed.ok) return { outcome: 'invalid', ...parsed.error };
+  if (sender) {
+    // Before the state is touched: a reply that cannot be tied to the hook's identity changes nothing.
+    let verdict: Verdict;
+    try {
+      verdict = await sender.identity.check(parsed.reply, sender.authorization);
+    } catch (err) {
+      return { outcome: 'transient', reply: parsed.reply, error: err instanceof Error ? err : new Error(String(err)) };
+    }
+    if (!verdict.ok) {
+      return {
+        outcome: 'invalid',
+        code: verdict.status === 401 ? 'unauthenticated' : 'forbidden',
+        status: verdict.status,
+        reason: verdict.reason,
+      };
+    }
+  }
   return deliver(parsed.reply, opts.onReply);
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -79,6 +80,14 @@ func postOnce(ctx context.Context, url string, e event.Event, timeout time.Durat
 	if err != nil {
 		return fmt.Sprintf("cannot build the POST to %s: %v", url, err), true
 	}
+	token, err := ReplyToken()
+	if err != nil {
+		// The kubelet writes the file before the container starts; missing now, it may be there at the next try.
+		return fmt.Sprintf("POST %s: %v", url, err), false
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Sprintf("POST %s: %v", url, err), false
@@ -93,4 +102,27 @@ func postOnce(ctx context.Context, url string, e event.Event, timeout time.Durat
 		reason += ": " + strings.ReplaceAll(string(answer), "\n", " ")
 	}
 	return reason, !isRetriable(resp.StatusCode)
+}
+
+// DefaultTokenFile is where the projected ServiceAccount token for the gate's sink audience is
+// mounted (docs/protocol.md, "Sender identity").
+const DefaultTokenFile = "/var/run/secrets/tokens/prestart-token"
+
+// ReplyToken is the token to send with a reply, read on every send (the kubelet replaces the file
+// before it expires). A file named by PRESTART_TOKEN_FILE must exist; the default one may be
+// absent, and then replies carry no token.
+func ReplyToken() (string, error) {
+	named := os.Getenv("PRESTART_TOKEN_FILE")
+	path := named
+	if path == "" {
+		path = DefaultTokenFile
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if named == "" && os.IsNotExist(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("the reply token file %s cannot be read: %w", path, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

@@ -7,6 +7,7 @@ repeat it.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 import urllib.error
@@ -46,8 +47,30 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _opener = urllib.request.build_opener(_NoRedirects)
 
 
+#: The projected ServiceAccount token for the gate's sink audience (docs/protocol.md, "Sender identity").
+DEFAULT_TOKEN_FILE = "/var/run/secrets/tokens/prestart-token"
+
+
+def reply_token() -> str | None:
+    """The token to send with a reply, read on every send (the kubelet replaces the file before it
+    expires). A file named by PRESTART_TOKEN_FILE must exist; the default one may be absent (no token).
+    """
+    named = os.environ.get("PRESTART_TOKEN_FILE", "")
+    try:
+        with open(named or DEFAULT_TOKEN_FILE, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except FileNotFoundError:
+        if named:
+            raise
+        return None
+
+
 def _post_once(url: str, message: HTTPMessage, timeout: float) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=message.body, headers=message.headers, method="POST")
+    headers = dict(message.headers)
+    token = reply_token()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=message.body, headers=headers, method="POST")
     try:
         with _opener.open(request, timeout=timeout) as response:
             return response.status, response.read()

@@ -205,3 +205,21 @@ export function checkSpeed(answers: readonly Answer[]): Check {
     `${worst.what} ${when}${more} (limit ${seconds(FAST_ANSWER_MS)}): answer 202 at once and do the work in the background`,
   );
 }
+
+/**
+ * R10: with sender identity on, the gate's sink refuses a reply without its hook's ServiceAccount
+ * token (401). The checker has no apiserver to review the token: it checks that one is sent.
+ */
+export function checkReplyTokens(replies: readonly ReceivedReply[], identity: boolean): Check {
+  const rule = 'R10-reply-carries-token';
+  if (!identity) return check(rule, true, 'not checked: run with --identity when the gate runs with --reply-identity required');
+  const posted = replies.filter((r) => r.via === 'sink');
+  const missing = posted.filter((r) => !r.bearer);
+  if (posted.length === 0) return check(rule, true, 'no replies were posted to the sink (answers in the response body need no token)');
+  if (missing.length === 0) return check(rule, true, `${posted.length} replies posted, each with a bearer token`);
+  return check(
+    rule,
+    false,
+    `${missing.length} of ${posted.length} replies posted to the sink carry no Authorization: Bearer header: send the projected ServiceAccount token (PRESTART_TOKEN_FILE) with every reply`,
+  );
+}

@@ -27,6 +27,8 @@ export interface ReceivedReply {
   reply?: Reply;
   /** Why the gate would refuse it. */
   error?: ContractError;
+  /** Posted to the sink: whether it carried `Authorization: Bearer <token>` (R10; the token itself is not kept). */
+  bearer?: boolean;
 }
 
 /** What the gate's sink would make of a message: pure, so answers in a response body are judged the same way. */
@@ -54,7 +56,10 @@ export async function startReplySink(keys: KeyRing, host = '127.0.0.1'): Promise
   const app = express();
   app.post('/{*path}', express.raw({ type: () => true, limit: DEFAULT_MAX_REPLY_BYTES }), (req, res) => {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const received = readReply({ headers: flattenHeaders(req.headers), body }, keys, 'sink');
+    const received: ReceivedReply = {
+      ...readReply({ headers: flattenHeaders(req.headers), body }, keys, 'sink'),
+      bearer: /^Bearer +\S+$/i.test(req.get('authorization') ?? ''),
+    };
     replies.push(received);
     for (const listener of listeners) listener(received);
     // As the gate answers: an empty 202 for a reply it takes, the reason for one it refuses.

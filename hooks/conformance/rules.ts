@@ -38,6 +38,10 @@ export const RULES = {
     title: 'a request with data members the hook does not know (as a newer gate sends) is taken and answered',
     section: 'docs/protocol.md#revisionprestartrequested (hooks ignore data members they do not know)',
   },
+  'R10-reply-carries-token': {
+    title: 'with sender identity on (--identity), every reply posted to the sink carries Authorization: Bearer <token>',
+    section: 'docs/protocol.md#sender-identity-direct-http',
+  },
 } as const;
 
 export type RuleId = keyof typeof RULES;

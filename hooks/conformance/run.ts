@@ -6,7 +6,16 @@ import { isDns1123Subdomain } from '../../api/names.ts';
 import type { Message } from '../../schemas/event.ts';
 import { carriesCloudEvent } from '../../schemas/http-binding.ts';
 import { EXT_CORRELATION_ID, KeyRing, toBinary, toStructured } from '../../schemas/index.ts';
-import { checkBodies, checkCancelTaken, checkNotActedOn, checkRedelivery, checkReplies, checkReplyIds, checkSpeed } from './checks.ts';
+import {
+  checkBodies,
+  checkCancelTaken,
+  checkNotActedOn,
+  checkRedelivery,
+  checkReplies,
+  checkReplyIds,
+  checkReplyTokens,
+  checkSpeed,
+} from './checks.ts';
 import { is2xx, isFinal } from './describe.ts';
 import { type Answer, deliver, reachable } from './post.ts';
 import { cancelOf, malformedProbes, newerRequest, type ProbeContext, probeOf, startRequest } from './probes.ts';
@@ -24,6 +33,8 @@ export interface ConformanceOptions {
   waitForHookMs?: number;
   /** How long to keep listening for stray replies at the end. Default: as long as the slowest reply took, 1 s at least. */
   quietMs?: number;
+  /** Sender identity is on: every reply posted to the sink must carry a bearer token (R10). */
+  identity?: boolean;
 }
 
 export const DEFAULT_CONFORMANCE_HOOK = 'conformance';
@@ -157,6 +168,7 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
         return probe === undefined ? undefined : correlation.get(probe);
       }),
       checkSpeed(answers),
+      checkReplyTokens(sink.replies, opts.identity ?? false),
     ];
     return finish(checks);
   } finally {

@@ -14,6 +14,7 @@ import { DEFAULT_MAX_REQUEST_BYTES, type ParsedRequest, toBinary } from '../../s
 import { defaultSource } from './outcome.ts';
 import { createHookRunner, dispatchRequest, type HookRunner, type Job } from './runner.ts';
 import { postEvent } from './send.ts';
+import { tokenFileSource } from './token-file.ts';
 import type { HookHandler } from './types.ts';
 
 export interface ServeHookOptions {
@@ -37,6 +38,11 @@ export interface ServeHookOptions {
   sendPolicy?: BackoffPolicy;
   /** Finished results (re-sent on redelivery) and cancels remembered. Default 1000. */
   remember?: number;
+  /**
+   * The projected ServiceAccount token file whose token goes with every reply (sender identity).
+   * Default $PRESTART_TOKEN_FILE, else /var/run/secrets/tokens/prestart-token when it exists.
+   */
+  tokenFile?: string;
 }
 
 export interface HookApp {
@@ -67,8 +73,9 @@ export function createHookApp(opts: ServeHookOptions): HookApp {
   const sends = new Set<Promise<void>>();
 
   const targetOf = (request: ParsedRequest): string | undefined => sink || request.data.replyTo || undefined;
+  const bearer = tokenFileSource(opts.tokenFile);
   const post = (target: string, event: CloudEventRecord) =>
-    postEvent(target, event, { signal: stopping.signal, ...(opts.sendPolicy ? { policy: opts.sendPolicy } : {}) });
+    postEvent(target, event, { signal: stopping.signal, bearer, ...(opts.sendPolicy ? { policy: opts.sendPolicy } : {}) });
 
   function deliver(request: ParsedRequest, final: CloudEventRecord): void {
     const target = targetOf(request);

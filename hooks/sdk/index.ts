@@ -17,6 +17,7 @@ export { clip, defaultSource, errorEvent, finalEvent, MAX_MESSAGE, progressEvent
 export { attemptKey, imagesToRun, toHookRequest } from './request.ts';
 export { createHookRunner, type HookRunner, type HookRunnerOptions, type Job, type ProgressSender, type Submission } from './runner.ts';
 export { DEFAULT_SEND_POLICY, type PostOptions, postEvent, SendError } from './send.ts';
+export { DEFAULT_TOKEN_FILE, TOKEN_FILE_ENV, tokenFileSource } from './token-file.ts';
 export {
   CancelledError,
   type Contribution,

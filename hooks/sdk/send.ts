@@ -29,6 +29,8 @@ export interface PostOptions {
   signal?: AbortSignal;
   /** Per try. Default 10 s. */
   timeoutMs?: number;
+  /** The bearer token to send (sender identity), asked for on every try so a rotated token is used at once. */
+  bearer?: () => Promise<string | undefined>;
 }
 
 export async function postEvent(url: string, event: CloudEventRecord, opts: PostOptions = {}): Promise<void> {
@@ -37,8 +39,16 @@ export async function postEvent(url: string, event: CloudEventRecord, opts: Post
   const once = async (): Promise<void> => {
     let status: number;
     let body: Uint8Array;
+    let sent = message;
+    if (opts.bearer) {
+      // A token that cannot be read now may be there at the next try (the kubelet writes it).
+      const token = await opts.bearer().catch((err: unknown) => {
+        throw new SendError(`POST ${url}: ${(err as Error).message}`, false);
+      });
+      if (token !== undefined) sent = { ...message, headers: { ...message.headers, authorization: `Bearer ${token}` } };
+    }
     try {
-      ({ status, body } = await postMessage(url, message, post));
+      ({ status, body } = await postMessage(url, sent, post));
     } catch (err) {
       throw err instanceof PostError ? new SendError(`POST ${url}: ${err.message}`, false) : err;
     }

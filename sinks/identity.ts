@@ -1,0 +1,103 @@
+// Sender identity on the reply path, the pure part: what a reply's Authorization header is, what a
+// TokenReview's answer means for the hook the reply names, and how long an answer may be kept.
+// The HMAC replyid says which request a reply is for; this says who sent it. A valid replyid can
+// be read by anyone who sees the request (a Trigger on the Broker: review R4), a token of the
+// hook's ServiceAccount cannot. The shell (sinks/token-review.ts) calls the apiserver.
+import type { HookIdentity } from '../api/types.ts';
+
+/**
+ * off: the header is not looked at (HMAC replyid only, as before).
+ * optional: a token, when a reply carries one, must be valid and the hook's; none is still taken.
+ * required: every reply to the HTTP sink needs a valid token of the hook's ServiceAccount.
+ */
+export type IdentityMode = 'off' | 'optional' | 'required';
+export const IDENTITY_MODES: readonly IdentityMode[] = ['off', 'optional', 'required'];
+
+/** The audience hooks mint their reply tokens for, unless the gate is given another (--reply-audience). */
+export const DEFAULT_SINK_AUDIENCE = 'knative-prestart-gate';
+/** Every sink answer names the audience it checks tokens for (docs/protocol.md "Sender identity"). */
+export const AUDIENCE_HEADER = 'prestart-audience';
+
+/** What the apiserver said of a token (TokenReview status), reduced to what the sink needs. */
+export type Review = { authenticated: true; username: string; audiences?: string[] } | { authenticated: false; reason: string };
+
+export type Verdict = { ok: true } | { ok: false; status: 401 | 403; reason: string };
+
+export const serviceAccountUser = (sa: { namespace: string; name: string }): string => `system:serviceaccount:${sa.namespace}:${sa.name}`;
+
+/** The bearer token in an Authorization header; `malformed` for a header that is there but is not one. */
+export function bearerToken(header: string | string[] | undefined): string | undefined | 'malformed' {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header)) return 'malformed';
+  const m = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)[ ]*$/i.exec(header);
+  return m?.[1] ?? 'malformed';
+}
+
+/**
+ * What to do before any TokenReview: `check` means review the token; otherwise the verdict. A hook
+ * that names no ServiceAccount cannot be tied to anyone: refused in required mode (fail closed),
+ * taken on its replyid alone in optional mode.
+ */
+export function precheck(
+  mode: Exclude<IdentityMode, 'off'>,
+  hook: string,
+  identity: HookIdentity | undefined,
+  token: string | undefined | 'malformed',
+): Verdict | { check: string; expected: string } {
+  if (token === 'malformed') return { ok: false, status: 401, reason: 'the Authorization header is not "Bearer <token>"' };
+  const sa = identity?.serviceAccount;
+  if (token === undefined) {
+    if (mode === 'optional') return { ok: true };
+    return {
+      ok: false,
+      status: 401,
+      reason: `a reply for hook ${hook} needs a bearer token (the gate runs with --reply-identity required)`,
+    };
+  }
+  if (!sa) {
+    if (mode === 'optional') return { ok: true };
+    return { ok: false, status: 403, reason: `hook ${hook} names no identity.serviceAccount: no reply for it can be trusted` };
+  }
+  return { check: token, expected: serviceAccountUser(sa) };
+}
+
+/** The verdict once the apiserver has reviewed the token for `audience`. */
+export function judge(review: Review, audience: string, expected: string, hook: string): Verdict {
+  if (!review.authenticated)
+    return { ok: false, status: 401, reason: `the bearer token is not valid for audience ${audience}: ${review.reason}` };
+  // The apiserver only authenticates a token for the audiences asked; an answer naming others is not ours.
+  if (review.audiences !== undefined && !review.audiences.includes(audience)) {
+    return { ok: false, status: 401, reason: `the bearer token is not valid for audience ${audience}` };
+  }
+  if (review.username !== expected) {
+    return { ok: false, status: 403, reason: `the token is ${review.username}'s; hook ${hook} replies as ${expected}` };
+  }
+  return { ok: true };
+}
+
+/**
+ * The `exp` claim of a JWT, in ms, or undefined. Read only to know how long a review may be kept:
+ * nothing else in the payload is trusted, the signature is the apiserver's to check.
+ */
+export function jwtExpiryMs(token: string): number | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts[1] === undefined || parts[1].length > 8192) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as { exp?: unknown };
+    return typeof claims.exp === 'number' && Number.isFinite(claims.exp) ? claims.exp * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Kept at most this long when the token says nothing of its end (a legacy Secret token has no exp). */
+export const MAX_CACHE_MS = 60 * 60 * 1000;
+/** A refusal is remembered this long: a stranger repeating a bad token costs one review per window. */
+export const REFUSAL_CACHE_MS = 30 * 1000;
+
+/** Until when a review of `token` taken at `now` may be reused: a valid one until the token expires (never past MAX_CACHE_MS), a refusal briefly. */
+export function keepUntil(review: Review, token: string, now: number): number {
+  if (!review.authenticated) return now + REFUSAL_CACHE_MS;
+  const exp = jwtExpiryMs(token);
+  return Math.min(exp ?? now + MAX_CACHE_MS, now + MAX_CACHE_MS);
+}

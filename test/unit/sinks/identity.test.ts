@@ -1,0 +1,140 @@
+// Sender identity on the reply path: the pure rules (sinks/identity.ts) and the review cache
+// (sinks/token-review.ts) with the apiserver's answer given as a function and a clock of our own.
+import test from 'ava';
+import type { Reply } from '../../../api/types.ts';
+import { toBinary } from '../../../schemas/index.ts';
+import {
+  bearerToken,
+  judge,
+  jwtExpiryMs,
+  keepUntil,
+  MAX_CACHE_MS,
+  precheck,
+  REFUSAL_CACHE_MS,
+  type Review,
+} from '../../../sinks/identity.ts';
+import { handleCompleted } from '../../../sinks/intake.ts';
+import { createReplyIdentity } from '../../../sinks/token-review.ts';
+import { completedEvent, recordingOnReply, requestEvent } from '../../support/events.ts';
+import { keys } from '../../support/keys.ts';
+
+const SA = { namespace: 'team-a', name: 'migrate' };
+const USER = 'system:serviceaccount:team-a:migrate';
+const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2ln`;
+const reply = (hook = 'db') => ({ hook }) as Reply;
+
+test('the bearer token is read from the header; anything else there is malformed', (t) => {
+  t.is(bearerToken(undefined), undefined);
+  t.is(bearerToken('Bearer abc.def-_'), 'abc.def-_');
+  t.is(bearerToken('bearer  abc'), 'abc');
+  t.is(bearerToken('Basic dXNlcg=='), 'malformed');
+  t.is(bearerToken('Bearer '), 'malformed');
+  t.is(bearerToken(['Bearer a', 'Bearer b']), 'malformed');
+});
+
+test('required: no token is 401, a hook without a ServiceAccount is 403 (fail closed); optional takes both', (t) => {
+  t.like(precheck('required', 'db', { serviceAccount: SA }, undefined), { ok: false, status: 401 });
+  t.like(precheck('required', 'db', undefined, 'tok'), { ok: false, status: 403 });
+  t.like(precheck('required', 'db', { serviceAccount: SA }, 'malformed'), { ok: false, status: 401 });
+  t.deepEqual(precheck('required', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: USER });
+  t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, undefined), { ok: true });
+  t.deepEqual(precheck('optional', 'db', undefined, 'tok'), { ok: true });
+  t.like(precheck('optional', 'db', { serviceAccount: SA }, 'malformed'), { ok: false, status: 401 });
+  t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: USER });
+});
+
+test('a review: invalid or for other audiences is 401, another user is 403, the hook’s own is ok', (t) => {
+  t.like(judge({ authenticated: false, reason: 'expired' }, 'aud', USER, 'db'), { ok: false, status: 401 });
+  t.like(judge({ authenticated: true, username: USER, audiences: ['other'] }, 'aud', USER, 'db'), { ok: false, status: 401 });
+  t.like(judge({ authenticated: true, username: 'system:serviceaccount:x:y', audiences: ['aud'] }, 'aud', USER, 'db'), {
+    ok: false,
+    status: 403,
+  });
+  t.deepEqual(judge({ authenticated: true, username: USER, audiences: ['aud'] }, 'aud', USER, 'db'), { ok: true });
+});
+
+test('exp is read from the payload only to know how long to keep a review, never past an hour', (t) => {
+  t.is(jwtExpiryMs(jwt({ exp: 1000 })), 1_000_000);
+  t.is(jwtExpiryMs('opaque'), undefined);
+  t.is(jwtExpiryMs(jwt({ exp: 'soon' })), undefined);
+  const ok: Review = { authenticated: true, username: USER };
+  t.is(keepUntil(ok, jwt({ exp: 2000 }), 1_000_000), 2_000_000);
+  t.is(keepUntil(ok, jwt({ exp: 9_999_999 }), 0), MAX_CACHE_MS);
+  t.is(keepUntil(ok, 'opaque', 5), 5 + MAX_CACHE_MS);
+  t.is(keepUntil({ authenticated: false, reason: 'x' }, jwt({ exp: 9_999_999 }), 5), 5 + REFUSAL_CACHE_MS);
+});
+
+function reviewer(answer: (token: string) => Review) {
+  const calls: string[] = [];
+  return {
+    calls,
+    review: async (token: string, _audience: string) => {
+      calls.push(token);
+      return answer(token);
+    },
+  };
+}
+
+test('one review per token until its exp, then again; the cache is capped', async (t) => {
+  let now = 0;
+  const { calls, review } = reviewer(() => ({ authenticated: true, username: USER }));
+  const id = createReplyIdentity({
+    mode: 'required',
+    audience: 'aud',
+    identityOf: () => ({ serviceAccount: SA }),
+    review,
+    now: () => now,
+    maxEntries: 2,
+  });
+  const a = jwt({ exp: 100 });
+  for (let i = 0; i < 5; i++) t.deepEqual(await id.check(reply(), `Bearer ${a}`), { ok: true });
+  t.is(calls.length, 1);
+  now = 100_000;
+  await id.check(reply(), `Bearer ${a}`);
+  t.is(calls.length, 2, 'expired: reviewed again');
+  now = 0;
+  const [b, c] = [jwt({ exp: 50, n: 1 }), jwt({ exp: 50, n: 2 })];
+  await id.check(reply(), `Bearer ${b}`);
+  await id.check(reply(), `Bearer ${c}`);
+  await id.check(reply(), `Bearer ${a}`);
+  t.is(calls.length, 5, 'the oldest entry was dropped when a third came in');
+  t.is(id.reviews, 5);
+});
+
+test('concurrent replies with one new token make one review; the identity is read per reply', async (t) => {
+  const { calls, review } = reviewer(() => ({ authenticated: true, username: USER }));
+  let sa = SA;
+  const id = createReplyIdentity({ mode: 'required', audience: 'aud', identityOf: () => ({ serviceAccount: sa }), review });
+  const token = jwt({ exp: Date.now() / 1000 + 600 });
+  const verdicts = await Promise.all(Array.from({ length: 10 }, () => id.check(reply(), `Bearer ${token}`)));
+  t.true(verdicts.every((v) => v.ok));
+  t.is(calls.length, 1);
+  sa = { namespace: 'team-a', name: 'someone-else' };
+  t.like(await id.check(reply(), `Bearer ${token}`), { ok: false, status: 403 }, 'a changed identity counts at once, cache or not');
+  t.is(calls.length, 1);
+});
+
+test('the intake: a refused sender never reaches the state; an apiserver failure is transient', async (t) => {
+  const { seen, onReply } = recordingOnReply();
+  const opts = { keys, maxBytes: 65536, onReply };
+  const message = toBinary(completedEvent(requestEvent({ hook: 'db' })));
+  const refusing = createReplyIdentity({
+    mode: 'required',
+    audience: 'aud',
+    identityOf: () => ({ serviceAccount: SA }),
+    review: async () => ({ authenticated: true, username: 'system:serviceaccount:x:y' }),
+  });
+  t.like(await handleCompleted(message, opts, { identity: refusing, authorization: undefined }), { outcome: 'invalid', status: 401 });
+  t.like(await handleCompleted(message, opts, { identity: refusing, authorization: 'Bearer t' }), { outcome: 'invalid', status: 403 });
+  const failing = createReplyIdentity({
+    mode: 'required',
+    audience: 'aud',
+    identityOf: () => ({ serviceAccount: SA }),
+    review: async () => {
+      throw new Error('apiserver unavailable');
+    },
+  });
+  t.like(await handleCompleted(message, opts, { identity: failing, authorization: 'Bearer t' }), { outcome: 'transient' });
+  t.is(seen.length, 0);
+  t.like(await handleCompleted(message, opts), { outcome: 'applied' }, 'no sender (sync answers, NATS): as before');
+});
