@@ -168,7 +168,7 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
         return probe === undefined ? undefined : correlation.get(probe);
       }),
       checkSpeed(answers),
-      checkReplyTokens(sink.replies, opts.identity ?? false),
+      ...(opts.identity ? [checkReplyTokens(sink.replies)] : []),
     ];
     return finish(checks);
   } finally {
