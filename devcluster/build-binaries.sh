@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries from Go modules at pinned versions and caches them
 # outside the repo, so a warm machine skips the build. Prints one clear line on failure.
 #
-#   devcluster/build-binaries.sh [all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images]
+#   devcluster/build-binaries.sh [all|quickstart|quickstart-broker|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images]
 #
 # Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
 set -euo pipefail
@@ -400,6 +400,16 @@ case "$what" in
   node) step node build_node ;;
   node-images) step node-images build_node_images ;;
   knative-serving-images) step knative-serving-images build_knative_serving_images ;;
+  quickstart|quickstart-broker)
+    # What `npm run quickstart` runs, and nothing else (a cold quickstart does not wait for
+    # Jaeger, the real node, Knative's images or kn): the control plane and Knative Serving;
+    # Eventing too for --broker.
+    step etcd build_etcd
+    step kwok build_kwok
+    step kubernetes build_kubernetes
+    step knative-serving build_knative_serving
+    if [ "$what" = quickstart-broker ]; then step knative-eventing build_knative_eventing; fi
+    ;;
   all)
     # Everything a test run uses: the control plane, then what transport and Knative tests run.
     step etcd build_etcd
@@ -421,5 +431,5 @@ case "$what" in
       step kn build_kn
     fi
     ;;
-  *) die "unknown component '$what' (all|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images)" ;;
+  *) die "unknown component '$what' (all|quickstart|quickstart-broker|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images)" ;;
 esac

@@ -48,7 +48,9 @@ async function main(): Promise<void> {
       ', the gate and an example hook, then a Knative Service whose first Revision waits for the hook. ' +
       (opts.exitWhenDone ? 'Exits when done (--exit-when-done).' : 'Ctrl-C stops everything.'),
   );
-  await session.phase('binaries', () => buildBinaries(out, session.interrupted.signal));
+  await session.phase('binaries', () =>
+    buildBinaries(out, session.interrupted.signal, { target: opts.broker ? 'quickstart-broker' : 'quickstart' }),
+  );
   out.say(`${c.green('✔')} binaries ready in ${seconds(session.phases.end('binaries'))}`);
   session.startDeadline();
   // The control plane's phase starts now: the rest of the code may still be loading, which counts.

@@ -49,7 +49,7 @@ test('a failed build ends in one line naming the script and its last words', asy
   const err = await t.throwsAsync(buildBinaries(out, new AbortController().signal, { script: file }), { instanceOf: BuildError });
   t.is(
     err?.message,
-    'building the binaries failed (devcluster/build-binaries.sh all, exit 1): no Go toolchain on PATH: install Go >= 1.24 and retry',
+    'building the binaries failed (devcluster/build-binaries.sh quickstart, exit 1): no Go toolchain on PATH: install Go >= 1.24 and retry',
   );
   t.deepEqual(lines, ['binaries: no Go toolchain on PATH: install Go >= 1.24 and retry'], 'its lines are shown as they come');
 });
