@@ -23,11 +23,12 @@
 // The host-process Knative of knative-serving.ts stays for the kwok suites.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api } from '@kubernetes/client-node';
 import { applyManifests, parseManifests } from './apply.ts';
 import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
 import type { Cluster } from './control-plane.ts';
 import { ClusterStartError } from './errors.ts';
+import { deleteWebhookConfigurations } from './knative-serving.ts';
 import { kubeRequest, statusMessage } from './kube-request.ts';
 import type { RealNode } from './node.ts';
 import { WaitTimeoutError, waitFor } from './wait.ts';
@@ -116,20 +117,6 @@ function source(paths: string[], images: Record<string, string>, overrides: Reco
     }
   }
   return docs.join('\n---\n');
-}
-
-const WEBHOOK_CONFIGURATIONS = [
-  ['mutatingwebhookconfigurations', 'webhook.serving.knative.dev'],
-  ['validatingwebhookconfigurations', 'validation.webhook.serving.knative.dev'],
-  ['validatingwebhookconfigurations', 'config.webhook.serving.knative.dev'],
-] as const;
-
-async function deleteWebhookConfigurations(kc: KubeConfig): Promise<void> {
-  await Promise.all(
-    WEBHOOK_CONFIGURATIONS.map(([plural, name]) =>
-      kubeRequest(kc, 'DELETE', `/apis/admissionregistration.k8s.io/v1/${plural}/${name}`).catch(() => undefined),
-    ),
-  );
 }
 
 export async function startKnativeServingPods(

@@ -138,7 +138,8 @@ const WEBHOOK_CONFIGURATIONS = [
   ['validatingwebhookconfigurations', 'config.webhook.serving.knative.dev'],
 ] as const;
 
-async function deleteWebhookConfigurations(kc: KubeConfig): Promise<void> {
+/** Knative's webhook configurations (they fail closed): gone before its webhook stops, here and in knative-serving-pods.ts. */
+export async function deleteWebhookConfigurations(kc: KubeConfig): Promise<void> {
   await Promise.all(
     WEBHOOK_CONFIGURATIONS.map(([plural, name]) =>
       kubeRequest(kc, 'DELETE', `/apis/admissionregistration.k8s.io/v1/${plural}/${name}`).catch(() => undefined),
