@@ -123,9 +123,9 @@ test.serial('a Deployment of the test app becomes Ready on the real node and ans
   t.is(viaService.hostname, pod.metadata?.name ?? '');
 });
 
-test.serial('a second pod reaches the app by its Service DNS name; names outside the cluster are not resolved', async (t) => {
-  if (!node) return t.fail('no node');
-  const fetchPod = (name: string, url: string, timeout: string): V1Pod => ({
+/** A one-shot pod of the test app (`test-app fetch URL`, `test-app kube PATH`): its exit code and termination message are its answer. */
+function testAppJob(name: string, args: [string, string], timeout: string): V1Pod {
+  return {
     metadata: { name },
     spec: {
       ...node?.placement(),
@@ -133,16 +133,21 @@ test.serial('a second pod reaches the app by its Service DNS name; names outside
       terminationGracePeriodSeconds: 1,
       containers: [
         {
-          name: 'fetch',
+          name: args[0],
           image: node?.images.testApp ?? '',
           imagePullPolicy: 'Never',
-          args: ['fetch', url],
+          args,
           env: [{ name: 'FETCH_TIMEOUT', value: timeout }],
           terminationMessagePolicy: 'File',
         },
       ],
     },
-  });
+  };
+}
+
+test.serial('a second pod reaches the app by its Service DNS name; names outside the cluster are not resolved', async (t) => {
+  if (!node) return t.fail('no node');
+  const fetchPod = (name: string, url: string, timeout: string) => testAppJob(name, ['fetch', url], timeout);
   await core.createNamespacedPod({ namespace: NS, body: fetchPod('client', `http://web.${NS}.svc.cluster.local/from-client`, '60s') });
   // A name CoreDNS does not serve: REFUSED by CoreDNS (no forward plugin), nothing leaves.
   await core.createNamespacedPod({ namespace: NS, body: fetchPod('outside', 'http://knative.dev/', '3s') });
@@ -182,24 +187,7 @@ test.serial('a pod lists pods through Service kubernetes with its ServiceAccount
       subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: NS }],
     },
   });
-  const kubePod = (name: string, path: string, timeout: string): V1Pod => ({
-    metadata: { name },
-    spec: {
-      ...node?.placement(),
-      restartPolicy: 'Never',
-      terminationGracePeriodSeconds: 1,
-      containers: [
-        {
-          name: 'kube',
-          image: node?.images.testApp ?? '',
-          imagePullPolicy: 'Never',
-          args: ['kube', path],
-          env: [{ name: 'FETCH_TIMEOUT', value: timeout }],
-          terminationMessagePolicy: 'File',
-        },
-      ],
-    },
-  });
+  const kubePod = (name: string, path: string, timeout: string) => testAppJob(name, ['kube', path], timeout);
   const t0 = performance.now();
   await core.createNamespacedPod({ namespace: NS, body: kubePod('api-client', `/api/v1/namespaces/${NS}/pods`, '60s') });
   // Not granted: the apiserver knows who asks (the retries end with its 403).
