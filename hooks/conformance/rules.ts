@@ -48,6 +48,9 @@ export type RuleId = keyof typeof RULES;
 
 export const RULE_IDS = Object.keys(RULES) as RuleId[];
 
+/** The rules run unless the checker is told sender identity is on (--identity adds R10). */
+export const RULES_WITHOUT_IDENTITY: RuleId[] = RULE_IDS.filter((id) => id !== 'R10-reply-carries-token');
+
 /** One finding; a rule may have several (one per probe). */
 export interface Check {
   rule: RuleId;
