@@ -28,8 +28,7 @@ import { applyManifests, parseManifests } from './apply.ts';
 import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
 import type { Cluster } from './control-plane.ts';
 import { ClusterStartError } from './errors.ts';
-import { deleteWebhookConfigurations } from './knative-serving.ts';
-import { kubeRequest, statusMessage } from './kube-request.ts';
+import { deleteWebhookConfigurations, webhookDefaults } from './knative-serving.ts';
 import type { RealNode } from './node.ts';
 import { WaitTimeoutError, waitFor } from './wait.ts';
 
@@ -187,20 +186,11 @@ export async function startKnativeServingPods(
       ),
     );
     // The webhook answers through its Service: a dry-run Service comes back defaulted by it.
-    await waitFor(
-      async () => {
-        const res = await kubeRequest(admin, 'POST', '/apis/serving.knative.dev/v1/namespaces/default/services?dryRun=All', {
-          apiVersion: 'serving.knative.dev/v1',
-          kind: 'Service',
-          metadata: { name: 'webhook-probe' },
-          spec: { template: { spec: { containers: [{ image: 'dev.local/probe:v1' }] } } },
-        });
-        if (res.status !== 201 && res.status !== 200) throw new Error(`HTTP ${res.status}: ${statusMessage(res)}`);
-        const svc = res.body as { spec?: { template?: { spec?: { timeoutSeconds?: number } } } };
-        return svc.spec?.template?.spec?.timeoutSeconds !== undefined;
-      },
-      { what: "Knative's webhook (through its Service) to default a dry-run Service", timeoutMs: left(), intervalMs: 500 },
-    );
+    await waitFor(() => webhookDefaults(admin), {
+      what: "Knative's webhook (through its Service) to default a dry-run Service",
+      timeoutMs: left(),
+      intervalMs: 500,
+    });
   } catch (err) {
     await deleteWebhookConfigurations(admin);
     if (err instanceof WaitTimeoutError) {

@@ -138,6 +138,22 @@ const WEBHOOK_CONFIGURATIONS = [
   ['validatingwebhookconfigurations', 'config.webhook.serving.knative.dev'],
 ] as const;
 
+/**
+ * Whether Knative's webhook answers for real: a dry-run Service comes back defaulted by it (the
+ * host-process install here and the pod install in knative-serving-pods.ts wait for this).
+ */
+export async function webhookDefaults(admin: KubeConfig): Promise<boolean> {
+  const res = await kubeRequest(admin, 'POST', '/apis/serving.knative.dev/v1/namespaces/default/services?dryRun=All', {
+    apiVersion: 'serving.knative.dev/v1',
+    kind: 'Service',
+    metadata: { name: 'webhook-probe' },
+    spec: { template: { spec: { containers: [{ image: 'dev.local/probe:v1' }] } } },
+  });
+  if (res.status !== 201 && res.status !== 200) throw new Error(`HTTP ${res.status}: ${statusMessage(res)}`);
+  const svc = res.body as { spec?: { template?: { spec?: { timeoutSeconds?: number } } } };
+  return svc.spec?.template?.spec?.timeoutSeconds !== undefined;
+}
+
 /** Knative's webhook configurations (they fail closed): gone before its webhook stops, here and in knative-serving-pods.ts. */
 export async function deleteWebhookConfigurations(kc: KubeConfig): Promise<void> {
   await Promise.all(
@@ -308,20 +324,11 @@ export async function startKnativeServing(cluster: Cluster, opts: StartKnativeSe
     });
     await applyManifests(admin, await webhookConfigurations(config, webhookUrl, caPem));
     // The webhook answers for real: a dry-run Service comes back defaulted by it.
-    await waitFor(
-      async () => {
-        const res = await kubeRequest(admin, 'POST', '/apis/serving.knative.dev/v1/namespaces/default/services?dryRun=All', {
-          apiVersion: 'serving.knative.dev/v1',
-          kind: 'Service',
-          metadata: { name: 'webhook-probe' },
-          spec: { template: { spec: { containers: [{ image: 'dev.local/probe:v1' }] } } },
-        });
-        if (res.status !== 201 && res.status !== 200) throw new Error(`HTTP ${res.status}: ${statusMessage(res)}`);
-        const svc = res.body as { spec?: { template?: { spec?: { timeoutSeconds?: number } } } };
-        return svc.spec?.template?.spec?.timeoutSeconds !== undefined;
-      },
-      { what: "Knative's webhook to default a dry-run Service", timeoutMs: left(), bail: earlyExit },
-    );
+    await waitFor(() => webhookDefaults(admin), {
+      what: "Knative's webhook to default a dry-run Service",
+      timeoutMs: left(),
+      bail: earlyExit,
+    });
     // Leader election: the reconcilers act once they lead their buckets, after their caches
     // synced. Their identity is the host name plus a random id, so read it from their own log.
     const controllerLog = join(logsDir, 'knative-controller.log');

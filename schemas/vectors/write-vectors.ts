@@ -78,6 +78,13 @@ const START_DATA = {
   deadline: DEADLINE,
   contributions: { allowed: ['env', 'volume'] },
 };
+
+/** The start request's data with the first container's digest replaced (the invalid-digest vectors). */
+const withFirstDigest = (digest: string): string =>
+  JSON.stringify({
+    ...START_DATA,
+    revision: { ...START_DATA.revision, containers: [{ ...CONTAINERS[0], digest }, ...CONTAINERS.slice(1)] },
+  });
 const { containers: _, ...REVISION_WITHOUT_CONTAINERS } = START_DATA.revision;
 /** A start from a version 1 gate: no containers (and images as written in the spec). */
 const START_DATA_V1 = {
@@ -278,26 +285,14 @@ const vectors: Record<string, Record<string, Vector>> = {
       description: 'A digest must be a digest reference, repository@sha256:<64 lowercase hex digits>; here a sha256 cut short.',
       mode: 'binary',
       headers: requestHeaders(),
-      body: JSON.stringify({
-        ...START_DATA,
-        revision: {
-          ...START_DATA.revision,
-          containers: [{ ...CONTAINERS[0], digest: 'registry.example/shop/checkout@sha256:2c26b46b68ffc68f' }, ...CONTAINERS.slice(1)],
-        },
-      }),
+      body: withFirstDigest('registry.example/shop/checkout@sha256:2c26b46b68ffc68f'),
       expect: { ok: false, code: 'invalid-data' },
     },
     'digest-is-a-tag': {
       description: 'A digest is never a tag: a tag can move between the scan and the run.',
       mode: 'binary',
       headers: requestHeaders(),
-      body: JSON.stringify({
-        ...START_DATA,
-        revision: {
-          ...START_DATA.revision,
-          containers: [{ ...CONTAINERS[0], digest: 'registry.example/shop/checkout:v2' }, ...CONTAINERS.slice(1)],
-        },
-      }),
+      body: withFirstDigest('registry.example/shop/checkout:v2'),
       expect: { ok: false, code: 'invalid-data' },
     },
     'cancel-without-reason': {
