@@ -39,13 +39,17 @@ export async function waitFor<T>(fn: () => T | Promise<T>, opts: WaitForOptions)
   for (;;) {
     const bailError = opts.bail?.();
     if (bailError) throw bailError;
+    let value: T | undefined;
+    let failed: { error: unknown } | undefined;
     try {
-      const value = await fn();
-      if (value !== undefined && value !== null && value !== false) return value as Exclude<T, undefined | null | false>;
-      last = { value };
+      value = await fn();
     } catch (error) {
-      last = { error };
+      failed = { error };
     }
+    // An empty array is truthy: a wait for "the events that match" would end before any matched.
+    if (Array.isArray(value)) throw new TypeError(`waitFor(${opts.what}): return an item or a boolean, not an array`);
+    if (value !== undefined && value !== null && value !== false) return value as Exclude<T, undefined | null | false>;
+    last = failed ?? { value };
     const left = deadline - Date.now();
     if (left <= 0) {
       const seen = 'error' in last ? `; last error: ${describe(last.error)}` : `; last result: ${describe(last.value)}`;

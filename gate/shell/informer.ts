@@ -82,10 +82,17 @@ export function trackedInformer<T extends KubernetesObject>(
     markListed();
     return result;
   };
-  const watch = new GuardedWatch(kc, opts.watchTimeoutSeconds, working, opts.transform as Transform | undefined, opts.accept);
+  let stopped = false;
+  const watch = new GuardedWatch(
+    kc,
+    opts.watchTimeoutSeconds,
+    working,
+    () => stopped,
+    opts.transform as Transform | undefined,
+    opts.accept,
+  );
   const cache = new ListWatch<T>(path, watch, listFn, false, opts.labelSelector);
 
-  let stopped = false;
   const stop = cache.stop.bind(cache);
   cache.stop = async () => {
     stopped = true;
@@ -114,12 +121,17 @@ const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
  * error would ever come). `connected` is called once the apiserver accepted the watch. Each
  * event's object goes through `transform` before the cache sees it; `accept` replaces the Accept
  * header (client-node's Watch builds its request from the KubeConfig's fetch options).
+ *
+ * `stopped` closes a race in client-node 1.4's ListWatch: stop() aborts only the request it
+ * already holds, so a stop while the list or the watch request is in flight let a new watch open
+ * after it, holding a connection (and the process) for up to the watch's timeout.
  */
 class GuardedWatch extends Watch {
   constructor(
     kc: KubeConfig,
     private readonly timeoutSeconds: number | undefined,
     private readonly connected: () => void,
+    private readonly stopped: () => boolean,
     private readonly transform: Transform | undefined,
     accept: string | undefined,
   ) {
@@ -127,6 +139,7 @@ class GuardedWatch extends Watch {
   }
 
   override async watch(...[path, queryParams, callback, done]: Parameters<Watch['watch']>): Promise<AbortController> {
+    if (this.stopped()) return abortedController();
     const seconds = this.timeoutSeconds ?? 300 + Math.floor(Math.random() * 300);
     let ended = false;
     let guard: NodeJS.Timeout | undefined;
@@ -139,6 +152,10 @@ class GuardedWatch extends Watch {
       clearTimeout(guard);
       done(err);
     });
+    if (this.stopped()) {
+      controller.abort();
+      return controller;
+    }
     // The inner watch calls done() before returning when the apiserver refused it (403, 410, ...).
     if (!ended) {
       this.connected();
@@ -147,6 +164,12 @@ class GuardedWatch extends Watch {
     }
     return controller;
   }
+}
+
+function abortedController(): AbortController {
+  const controller = new AbortController();
+  controller.abort();
+  return controller;
 }
 
 /** `kc` with every watch request asking for `accept` (the rest of its options unchanged). */

@@ -8,6 +8,8 @@ export interface TcpProxy {
   url: string;
   freeze(): void;
   thaw(): void;
+  /** Client connections open now (each has its upstream twin). */
+  openConnections(): number;
   close(): Promise<void>;
 }
 
@@ -17,6 +19,7 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   let frozen = false;
   const held: Array<() => void> = [];
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
   const deliver = (step: () => void) => {
     if (frozen) held.push(step);
     else step();
@@ -33,6 +36,8 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   };
   const server: Server = createServer((client) => {
     const upstream = connect(targetPort, target.hostname);
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
     track(client);
     track(upstream);
     forward(client, upstream);
@@ -55,6 +60,7 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
       frozen = false;
       for (const step of held.splice(0)) step();
     },
+    openConnections: () => clients.size,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

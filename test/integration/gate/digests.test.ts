@@ -150,11 +150,12 @@ test.serial(
       rev.metadata?.annotations?.['prestart.dev/reason'] ?? '',
       /hooks saw .*, now .*; to run every hook on what will run: kubectl delete prestartrun swap-00001/,
     );
-    const events = await waitFor(async () => (await env.revisionEvents('swap-00001')).filter((e) => e.reason === 'ImagesChanged'), {
+    // find, not filter: an empty list is truthy and would end the wait before the event is written.
+    const event = await waitFor(async () => (await env.revisionEvents('swap-00001')).find((e) => e.reason === 'ImagesChanged'), {
       timeoutMs: 30_000,
       what: 'the Warning ImagesChanged event',
     });
-    t.is(events[0]?.type, 'Warning');
+    t.is(event.type, 'Warning');
     const denied = await env.createDeploymentLikeKnative(rev);
     t.false(denied.created, 'Knative still cannot create the Deployment');
   },

@@ -378,6 +378,9 @@ test('R3: the Deployment Knative made for a released Revision cannot be relinked
   );
   const current = await apps.readNamespacedDeployment({ name, namespace: ns });
   const replaced = structuredClone(current);
+  // Unconditional (no resourceVersion): the deployment controller's status writes would otherwise
+  // race this PUT into a 409 Conflict, which is not the refusal under test.
+  delete replaced.metadata?.resourceVersion;
   delete replaced.metadata?.ownerReferences;
   delete replaced.metadata?.labels?.[HASH];
   const container = replaced.spec?.template.spec?.containers[0];

@@ -31,6 +31,11 @@ test('waitFor stops at once when bail reports an error', async (t) => {
   t.is(err.message, 'etcd exited with code 1');
 });
 
+test('waitFor refuses a condition that returns an array: an empty one is truthy and would end the wait at once', async (t) => {
+  const err = await t.throwsAsync(waitFor(() => [] as string[], { what: 'the matching events', timeoutMs: 10_000 }));
+  t.is(err.message, 'waitFor(the matching events): return an item or a boolean, not an array');
+});
+
 test('parseManifests drops empty documents, expands Lists and keeps every field', (t) => {
   const docs = parseManifests(`
 # leading comment only
