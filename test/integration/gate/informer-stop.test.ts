@@ -6,8 +6,8 @@
 import { CoreV1Api, KubeConfig, type V1Namespace } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { sharedCluster } from '../../../devcluster/shared.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
 import { trackedInformer } from '../../../gate/shell/informer.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 
