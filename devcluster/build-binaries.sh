@@ -2,7 +2,7 @@
 # Builds the real control-plane binaries from Go modules at pinned versions and caches them
 # outside the repo, so a warm machine skips the build. Prints one clear line on failure.
 #
-#   devcluster/build-binaries.sh [all|quickstart|quickstart-broker|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images]
+#   devcluster/build-binaries.sh [all|quickstart|quickstart-broker|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images|knative-eventing-images]
 #
 # Cache: ${KNATIVE_PRESTART_CACHE:-~/.cache/knative-prestart}/bin/<component>-<version>/
 set -euo pipefail
@@ -381,6 +381,59 @@ build_knative_serving_images() {
   done
   rm -rf "$store"
 }
+# Knative Eventing's own mains as images for pods on the real node (devcluster/knative-eventing-pods.ts),
+# ko-style as for Serving above: what eventing-core.yaml, in-memory-channel.yaml and
+# mt-channel-broker.yaml run for an MT channel-based Broker over the InMemoryChannel (the eventing
+# controller and webhook, the IMC controller and dispatcher, the MT broker controller, ingress and
+# filter), named dev.local/knative/eventing/<cmd path>:<version>, the archive <cmd path with / as ->.
+# The core Deployments a Broker does not need (job-sink, request-reply, pingsource-mt-adapter) are
+# not built, and knative-eventing-pods.ts does not apply them. Built in the work dir of
+# build_knative_eventing (its module graph and Go build cache are shared; needs its config/).
+KNATIVE_EVENTING_IMAGES="controller webhook mtchannel_broker broker/ingress broker/filter in_memory/channel_controller in_memory/channel_dispatcher"
+build_knative_eventing_images() {
+  local version="$KNATIVE_EVENTING_VERSION"
+  local out="$cache/bin/knative-eventing-$version/images"
+  local dir="$work/knative-eventing-$version"
+  command -v buildah >/dev/null 2>&1 || die "knative-eventing images: buildah is not installed (scripts/system-deps.sh installs it)"
+  [ -f "$dir/tools.go" ] && [ -s "$cache/bin/knative-eventing-$version/config/channels/in-memory-channel/resources/in-memory-channel.yaml" ] || build_knative_eventing
+  mkdir -p "$out"
+  local cmd file missing=""
+  for cmd in $KNATIVE_EVENTING_IMAGES; do
+    file="${cmd//\//-}"
+    [ -s "$out/$file.oci.tar" ] && [ "$(cat "$out/$file.ref" 2>/dev/null)" = "dev.local/knative/eventing/$cmd:$version" ] || missing="$missing $cmd"
+  done
+  [ -n "$missing" ] || return 0
+  (
+    cd "$dir"
+    {
+      printf '//go:build tools\npackage tools\n\nimport (\n'
+      for cmd in $KNATIVE_EVENTING_IMAGES; do printf '\t_ "knative.dev/eventing/cmd/%s"\n' "$cmd"; done
+      printf ')\n'
+    } > tools_images.go
+    go mod tidy -e >/dev/null 2>&1 || true
+    mkdir -p "$dir/images"
+    for cmd in $missing; do
+      go build -tags tools -trimpath -ldflags "-s -w" -o "$dir/images/${cmd//\//-}" "knative.dev/eventing/cmd/$cmd"
+    done
+  )
+  local store="$dir/images/storage" ref c name
+  local -a bah=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
+  for cmd in $missing; do
+    file="${cmd//\//-}"
+    name="${cmd##*/}"
+    ref="dev.local/knative/eventing/$cmd:$version"
+    c="$("${bah[@]}" from --isolation chroot scratch)"
+    "${bah[@]}" copy "$c" "$dir/images/$file" "/ko-app/$name" >/dev/null
+    "${bah[@]}" config --entrypoint "[\"/ko-app/$name\"]" --cmd '' --user 65532:65532 --env KO_DATA_PATH=/var/run/ko "$c"
+    rm -f "$out/$file.oci.tar.tmp"
+    "${bah[@]}" commit --format oci "$c" "oci-archive:$out/$file.oci.tar.tmp:$ref" >/dev/null
+    "${bah[@]}" rm "$c" >/dev/null
+    "${bah[@]}" rmi --all >/dev/null 2>&1 || true
+    mv "$out/$file.oci.tar.tmp" "$out/$file.oci.tar"
+    echo "$ref" > "$out/$file.ref"
+  done
+  rm -rf "$store"
+}
 build_node() {
   build_node_kubernetes
   build_coredns
@@ -400,6 +453,7 @@ case "$what" in
   node) step node build_node ;;
   node-images) step node-images build_node_images ;;
   knative-serving-images) step knative-serving-images build_knative_serving_images ;;
+  knative-eventing-images) step knative-eventing-images build_knative_eventing_images ;;
   quickstart|quickstart-broker)
     # What `npm run quickstart` runs, and nothing else (a cold quickstart does not wait for
     # Jaeger, the real node, Knative's images or kn): the control plane and Knative Serving;
@@ -424,6 +478,8 @@ case "$what" in
     step node build_node
     # Knative Serving as pods on the real node (test/e2e/serving-pods.test.ts).
     step knative-serving-images build_knative_serving_images
+    # Knative Eventing as pods on the real node (test/e2e/broker-pods.test.ts).
+    step knative-eventing-images build_knative_eventing_images
     # Only the kn plugin test uses kn: without its source here, that test alone fails, saying so.
     if kn_source_missing; then
       echo "build-binaries: kn not built: no source for knative/client $KN_VERSION ($kn_source_hint)" >&2
@@ -431,5 +487,5 @@ case "$what" in
       step kn build_kn
     fi
     ;;
-  *) die "unknown component '$what' (all|quickstart|quickstart-broker|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images)" ;;
+  *) die "unknown component '$what' (all|quickstart|quickstart-broker|kubernetes|etcd|kwok|knative-serving|knative-eventing|nats|kn|jaeger|node|node-images|knative-serving-images|knative-eventing-images)" ;;
 esac
