@@ -1,23 +1,34 @@
-// Where a Broker takes events: its ingress URL from `status.address.url`, looked up through the
-// Kubernetes API and kept for a while, so a burst of requests to one Broker costs one lookup.
+// Where a Broker takes events: its ingress URL from `status.address.url`, and the audience its
+// ingress checks OIDC tokens for (`status.address.audience`, set by Knative Eventing when
+// `authentication-oidc` is enabled), looked up through the Kubernetes API and kept for a while,
+// so a burst of requests to one Broker costs one lookup.
 import { TransportError } from './transport.ts';
 
-export type ResolveBrokerUrl = (namespace: string, name: string) => Promise<string>;
+/** A Broker's ingress and, when Eventing's sender identity is on, the audience its tokens must name. */
+export interface BrokerAddress {
+  url: string;
+  audience?: string;
+}
+
+/** A bare URL stands for an address without an audience (a Broker with identity off). */
+export type ResolveBrokerUrl = (namespace: string, name: string) => Promise<string | BrokerAddress>;
+
+const asAddress = (a: string | BrokerAddress): BrokerAddress => (typeof a === 'string' ? { url: a } : a);
 
 export class AddressCache {
-  private readonly entries = new Map<string, { url: Promise<string>; expires: number }>();
+  private readonly entries = new Map<string, { url: Promise<BrokerAddress>; expires: number }>();
   constructor(
     private readonly resolve: ResolveBrokerUrl,
     private readonly ttlMs: number,
   ) {}
 
-  get(namespace: string, name: string): Promise<string> {
+  get(namespace: string, name: string): Promise<BrokerAddress> {
     const key = `${namespace}/${name}`;
     const now = Date.now();
     const hit = this.entries.get(key);
     if (hit && hit.expires > now) return hit.url;
     // Concurrent sends for one Broker share a single lookup.
-    const url = this.resolve(namespace, name);
+    const url = this.resolve(namespace, name).then(asAddress);
     this.entries.set(key, { url, expires: now + this.ttlMs });
     url.catch(() => this.entries.delete(key));
     return url;
@@ -29,7 +40,8 @@ export class AddressCache {
 }
 
 /**
- * Reads the Broker's `status.address.url` (falling back to the first of `status.addresses`). The
+ * Reads the Broker's `status.address` (falling back to the first of `status.addresses` with a
+ * URL): its `url` and `audience`. The
  * Kubernetes client is loaded on first use so that gates without Broker hooks never pay for it.
  */
 export function kubeBrokerResolver(loadConfig?: () => Promise<import('@kubernetes/client-node').KubeConfig>): ResolveBrokerUrl {
@@ -66,12 +78,12 @@ export function kubeBrokerResolver(loadConfig?: () => Promise<import('@kubernete
         throw new TransportError(`the gate may not read Broker ${namespace}/${name} (RBAC: get brokers.eventing.knative.dev)`, true);
       throw new TransportError(`reading Broker ${namespace}/${name}: ${(err as Error).message}`, true);
     }
-    const url = broker.status?.address?.url ?? broker.status?.addresses?.find((a) => a.url)?.url;
-    if (!url) throw new TransportError(`Broker ${namespace}/${name} has no status.address.url yet (is it Ready?)`, true);
-    return url;
+    const address = broker.status?.address?.url ? broker.status.address : broker.status?.addresses?.find((a) => a.url);
+    if (!address?.url) throw new TransportError(`Broker ${namespace}/${name} has no status.address.url yet (is it Ready?)`, true);
+    return { url: address.url, ...(address.audience ? { audience: address.audience } : {}) };
   };
 }
 
 interface BrokerObject {
-  status?: { address?: { url?: string }; addresses?: { url?: string }[] };
+  status?: { address?: { url?: string; audience?: string }; addresses?: { url?: string; audience?: string }[] };
 }

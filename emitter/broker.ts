@@ -21,6 +21,13 @@
 // exponential backoff and jitter, bounded in tries and time; a 404 or a connection failure also
 // drops the cached ingress address. The ingress's answer body is never a reply.
 //
+// Sender identity (Knative Eventing with `authentication-oidc: enabled`): a Broker whose status
+// announces an audience gets `Authorization: Bearer <token>` for that audience, from `bearerFor`
+// (the gate's ServiceAccount token, minted with TokenRequest and refreshed before it expires,
+// gate/shell/sa-tokens.ts), as Knative's own sources send theirs. No audience, no token. A request
+// for which no token can be had now is not sent (retried, then left to the resend): it would only
+// be refused. A 401 drops the cached address, since the Broker's audience may have changed.
+//
 // Broker addresses are cluster-local names: where they are reached through an HTTP forward proxy
 // (HTTP_PROXY / HTTPS_PROXY / NO_PROXY by default, or the `proxy` option) all of the above holds
 // unchanged through the proxy, and every reason names the proxy, since a 502/503 or a refused
@@ -34,7 +41,7 @@ import type { CloudEventRecord, Message } from '../schemas/event.ts';
 import { bodyExcerpt, describeNetworkError } from '../schemas/http-binding.ts';
 import { readLimited } from '../schemas/http-client.ts';
 import { toBinary } from '../schemas/index.ts';
-import { AddressCache, kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
+import { AddressCache, type BrokerAddress, kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
 import { classifyErrorStatus } from './http-response.ts';
 import { createProxyRouter, type ProxyOption, type Route } from './proxy.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
@@ -70,6 +77,12 @@ export interface BrokerTransportOptions {
    * Knative's Go components; loopback addresses are always direct. See ProxyOption.
    */
   proxy?: ProxyOption;
+  /**
+   * A token for `audience` (the Broker's status.address.audience), sent as the Bearer: Eventing's
+   * ingress checks it when its sender identity is on. Asked per send; the source caches and
+   * refreshes. Absent: requests go without a token, and an OIDC Broker answers 401.
+   */
+  bearerFor?: (audience: string) => Promise<string>;
 }
 
 type AttemptResult =
@@ -197,14 +210,15 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
   /** One try: resolve the address (cached), POST; throws TransportError for anything short of accepted. */
   async function once(broker: { namespace: string; name: string; url?: string }, message: Message, hook: string, eventId: string) {
     const brokerRef = `Broker ${broker.namespace}/${broker.name}`;
-    let url: string;
+    let address: BrokerAddress;
     try {
-      url = broker.url ?? (await addresses.get(broker.namespace, broker.name));
+      address = broker.url ? { url: broker.url } : await addresses.get(broker.namespace, broker.name);
     } catch (err) {
       if (err instanceof TransportError && !err.retriable) throw err;
       throw new TransportError(`${brokerRef}: cannot resolve the ingress address: ${(err as Error).message}`, true);
     }
-    const result = await attempt(url, message, hook, eventId);
+    const url = address.url;
+    const result = await attempt(url, await withBearer(message, address.audience, brokerRef), hook, eventId);
     if (result.type === 'accepted') {
       if (result.pending) log.debug({ hook, eventId, broker: brokerRef }, 'request sent; ingress still busy, not waiting');
       return;
@@ -213,6 +227,18 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
     if (result.type === 'fail') throw new TransportError(`${where}: ${result.reason}`, false);
     if (result.forgetAddress && !broker.url) addresses.forget(broker.namespace, broker.name);
     throw new TransportError(`${where}: ${result.reason}`, true);
+  }
+
+  /** The message with the token for the Broker's audience; unchanged when it announces none. */
+  async function withBearer(message: Message, audience: string | undefined, brokerRef: string): Promise<Message> {
+    if (audience === undefined || !opts.bearerFor) return message;
+    let token: string;
+    try {
+      token = await opts.bearerFor(audience);
+    } catch (err) {
+      throw new TransportError(`${brokerRef}: no token for its audience ${audience}: ${(err as Error).message}`, true);
+    }
+    return { ...message, headers: { ...message.headers, authorization: `Bearer ${token}` } };
   }
 
   async function send(event: CloudEventRecord, delivery: HookDelivery, hook: string): Promise<SendOutcome> {
@@ -248,7 +274,8 @@ export function createBrokerTransport(opts: BrokerTransportOptions = {}): Transp
 }
 
 /**
- * The ingress answers only about itself: 404 means the Broker is (not yet, or no longer) there.
+ * The ingress answers only about itself: 404 means the Broker is (not yet, or no longer) there;
+ * 401 that the token (or its audience) is not what the Broker wants now.
  * Through a proxy (`via`) the answer may be the proxy's own (502/503: no route, upstream down),
  * retriable like the ingress's 5xx; the reason names the proxy.
  */
@@ -256,6 +283,11 @@ export function classifyBrokerStatus(status: number, excerpt: string, via?: stri
   const peer = via === undefined ? 'Broker ingress' : `Broker ingress via proxy ${via}`;
   if (status === 404) {
     return { type: 'retry', reason: `${peer} answered 404${excerpt ? `: ${excerpt}` : ''}`, forgetAddress: true };
+  }
+  // Eventing's OIDC check: no token, or one for an audience the Broker no longer announces (it was
+  // recreated, or identity was just turned on): read the address again and send again.
+  if (status === 401) {
+    return { type: 'retry', reason: `${peer} answered 401 (sender identity)${excerpt ? `: ${excerpt}` : ''}`, forgetAddress: true };
   }
   const verdict = classifyErrorStatus(status, excerpt, peer);
   if (verdict.type === 'retry') return { type: 'retry', reason: verdict.reason, forgetAddress: false };

@@ -10,7 +10,7 @@ import { type SendOutcome, type Transport, TransportError } from './transport.ts
 
 export type { BackgroundResult, BrokerTransportOptions } from './broker.ts';
 export { createBrokerTransport } from './broker.ts';
-export { kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
+export { type BrokerAddress, kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
 export type { HttpTransportOptions } from './http.ts';
 export { createHttpTransport } from './http.ts';
 export type { NatsTransport, NatsTransportOptions } from './nats.ts';

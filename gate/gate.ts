@@ -15,6 +15,7 @@ import { countingIntake, createSinkMetrics } from '../sinks/metrics.ts';
 import type { NatsSink } from '../sinks/nats.ts';
 import { createReplyIdentity, kubeTokenReview } from '../sinks/token-review.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
+import { replyTriggerLookup } from '../triggers/reply-identity.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
 import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './shell/broker-namespaces.ts';
@@ -111,13 +112,16 @@ export async function startGate(
           mode: replyMode,
           audience: config.senderIdentity?.audience ?? DEFAULT_SINK_AUDIENCE,
           identityOf: (hook) => caches.hooks.get(hook)?.spec?.identity,
+          // Broker-delivered replies come as the gate's reply Trigger's OIDC ServiceAccount.
+          replyTriggerOf: replyTriggerLookup(kc, { deliveryOf: (hook) => caches.hooks.get(hook)?.spec?.delivery }),
           review: kubeTokenReview(kc),
         });
   installSinkRoutes(sinkApp, { ...intake.options, logger: log, metrics: sinkMetrics, health, ...(identity ? { identity } : {}) });
   const sinkServer = await listen(createHttpServer(sinkApp), config.sink.host, config.sink.port);
   const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
 
-  // The gate's token for hooks that name an audience (direct HTTP); minted only when one does.
+  // The gate's token for hooks that name an audience (direct HTTP) and for Brokers that announce
+  // one (Knative Eventing's sender identity); minted only when one does.
   const gateTokens = createTokenSource(
     kubeMintToken(kc, { serviceAccount: config.serviceAccount ?? { namespace: DEFAULTS.namespace, name: 'knative-prestart-gate' } }),
   );
@@ -130,6 +134,7 @@ export async function startGate(
     },
     broker: {
       resolveBrokerUrl: kubeBrokerResolver(async () => kc),
+      bearerFor: (audience) => gateTokens.token(audience),
       ...(config.broker?.proxy === undefined ? {} : { proxy: config.broker.proxy }),
     },
     ...(config.nats
@@ -217,7 +222,8 @@ export async function startGate(
           triggers = startTriggerReconciler({
             kc,
             log,
-            gateSubscriber: { uri: triggerConfig.replyUri },
+            // With identity on, Eventing's filter delivers replies with a token for the sink's audience.
+            gateSubscriber: { uri: triggerConfig.replyUri, ...(identity ? { audience: identity.audience } : {}) },
             namespaces: triggerConfig.namespaces,
           });
         }

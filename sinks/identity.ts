@@ -25,6 +25,26 @@ export type Verdict = { ok: true } | { ok: false; status: 401 | 403; reason: str
 
 export const serviceAccountUser = (sa: { namespace: string; name: string }): string => `system:serviceaccount:${sa.namespace}:${sa.name}`;
 
+/**
+ * The gate's reply Trigger on a Broker hook's Broker (triggers/desired.ts) and the OIDC
+ * ServiceAccount Knative Eventing gave it (Trigger status.auth.serviceAccountName; absent until
+ * Eventing, with `authentication-oidc` enabled, has set it). Eventing's broker filter delivers a
+ * reply to the gate's sink with a token of that ServiceAccount for the Trigger's
+ * spec.subscriber.audience: such a token says "this came out of the Broker through the gate's
+ * own Trigger", and the Broker's EventPolicy (examples/eventpolicy.yaml) says who may put it in.
+ */
+export interface ReplyTriggerIdentity {
+  namespace: string;
+  name: string;
+  serviceAccount?: string;
+}
+
+/** One identity a reply may come from, and by which road (for the reasons given to a refused sender). */
+export interface Sender {
+  username: string;
+  road: string;
+}
+
 /** The bearer token in an Authorization header; `malformed` for a header that is there but is not one. */
 export function bearerToken(header: string | string[] | undefined): string | undefined | 'malformed' {
   if (header === undefined) return undefined;
@@ -34,18 +54,35 @@ export function bearerToken(header: string | string[] | undefined): string | und
 }
 
 /**
+ * Who may send a reply for a hook: its own ServiceAccount (direct replies to the sink), and for a
+ * Broker hook the OIDC ServiceAccount of the gate's reply Trigger on its Broker (replies the
+ * Broker delivers). Nobody else: not the hook's request Trigger, not another Broker's reply Trigger.
+ */
+export function allowedSenders(identity: HookIdentity | undefined, replyTrigger: ReplyTriggerIdentity | undefined): Sender[] {
+  const out: Sender[] = [];
+  if (identity?.serviceAccount) out.push({ username: serviceAccountUser(identity.serviceAccount), road: 'directly' });
+  if (replyTrigger?.serviceAccount) {
+    out.push({
+      username: serviceAccountUser({ namespace: replyTrigger.namespace, name: replyTrigger.serviceAccount }),
+      road: `through the Broker's reply Trigger ${replyTrigger.namespace}/${replyTrigger.name}`,
+    });
+  }
+  return out;
+}
+
+/**
  * What to do before any TokenReview: `check` means review the token; otherwise the verdict. A hook
- * that names no ServiceAccount cannot be tied to anyone: refused in required mode (fail closed),
- * taken on its replyid alone in optional mode.
+ * no identity can be tied to (no identity.serviceAccount, and no reply Trigger identity) is refused
+ * in required mode (fail closed), taken on its replyid alone in optional mode.
  */
 export function precheck(
   mode: Exclude<IdentityMode, 'off'>,
   hook: string,
   identity: HookIdentity | undefined,
   token: string | undefined | 'malformed',
-): Verdict | { check: string; expected: string } {
+  replyTrigger?: ReplyTriggerIdentity,
+): Verdict | { check: string; expected: Sender[] } {
   if (token === 'malformed') return { ok: false, status: 401, reason: 'the Authorization header is not "Bearer <token>"' };
-  const sa = identity?.serviceAccount;
   if (token === undefined) {
     if (mode === 'optional') return { ok: true };
     return {
@@ -54,23 +91,28 @@ export function precheck(
       reason: `a reply for hook ${hook} needs a bearer token (the gate runs with --reply-identity required)`,
     };
   }
-  if (!sa) {
+  const expected = allowedSenders(identity, replyTrigger);
+  if (expected.length === 0) {
     if (mode === 'optional') return { ok: true };
-    return { ok: false, status: 403, reason: `hook ${hook} names no identity.serviceAccount: no reply for it can be trusted` };
+    const noTrigger = replyTrigger
+      ? `; its Broker's reply Trigger ${replyTrigger.namespace}/${replyTrigger.name} has no OIDC identity yet (status.auth.serviceAccountName: is authentication-oidc enabled in Knative Eventing?)`
+      : '';
+    return { ok: false, status: 403, reason: `hook ${hook} names no identity.serviceAccount${noTrigger}: no reply for it can be trusted` };
   }
-  return { check: token, expected: serviceAccountUser(sa) };
+  return { check: token, expected };
 }
 
 /** The verdict once the apiserver has reviewed the token for `audience`. */
-export function judge(review: Review, audience: string, expected: string, hook: string): Verdict {
+export function judge(review: Review, audience: string, expected: readonly Sender[], hook: string): Verdict {
   if (!review.authenticated)
     return { ok: false, status: 401, reason: `the bearer token is not valid for audience ${audience}: ${review.reason}` };
   // The apiserver only authenticates a token for the audiences asked; an answer naming others is not ours.
   if (review.audiences !== undefined && !review.audiences.includes(audience)) {
     return { ok: false, status: 401, reason: `the bearer token is not valid for audience ${audience}` };
   }
-  if (review.username !== expected) {
-    return { ok: false, status: 403, reason: `the token is ${review.username}'s; hook ${hook} replies as ${expected}` };
+  if (!expected.some((s) => s.username === review.username)) {
+    const who = expected.map((s) => `${s.username} (${s.road})`).join(' or ');
+    return { ok: false, status: 403, reason: `the token is ${review.username}'s; hook ${hook} replies as ${who}` };
   }
   return { ok: true };
 }

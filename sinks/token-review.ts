@@ -4,7 +4,16 @@
 import { createHash } from 'node:crypto';
 import { AuthenticationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { HookIdentity, Reply } from '../api/types.ts';
-import { bearerToken, type IdentityMode, judge, keepUntil, precheck, type Review, type Verdict } from './identity.ts';
+import {
+  bearerToken,
+  type IdentityMode,
+  judge,
+  keepUntil,
+  precheck,
+  type ReplyTriggerIdentity,
+  type Review,
+  type Verdict,
+} from './identity.ts';
 
 export type ReviewToken = (token: string, audience: string) => Promise<Review>;
 
@@ -14,6 +23,12 @@ export interface ReplyIdentityOptions {
   audience: string;
   /** The PrestartHook's identity as it is now (the gate's hooks cache): a changed ServiceAccount counts at once. */
   identityOf: (hook: string) => HookIdentity | undefined;
+  /**
+   * Broker hooks: the gate's reply Trigger on the hook's Broker and its OIDC ServiceAccount, read
+   * from the Trigger's status (triggers/reply-identity.ts); undefined for other hooks. Asked only
+   * for a reply that carries a token. Absent: Broker-delivered replies are not recognised.
+   */
+  replyTriggerOf?: (hook: string) => Promise<ReplyTriggerIdentity | undefined>;
   review: ReviewToken;
   /** Reviews kept at most (oldest dropped first). Default 10 000: a hook's replica has one token at a time. */
   maxEntries?: number;
@@ -69,7 +84,9 @@ export function createReplyIdentity(opts: ReplyIdentityOptions): ReplyIdentity {
       return reviews;
     },
     async check(reply, authorization) {
-      const first = precheck(opts.mode, reply.hook, opts.identityOf(reply.hook), bearerToken(authorization));
+      const token = bearerToken(authorization);
+      const replyTrigger = token === undefined || token === 'malformed' ? undefined : await opts.replyTriggerOf?.(reply.hook);
+      const first = precheck(opts.mode, reply.hook, opts.identityOf(reply.hook), token, replyTrigger);
       if (!('check' in first)) return first;
       return judge(await reviewed(first.check), opts.audience, first.expected, reply.hook);
     },

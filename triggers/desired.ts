@@ -28,8 +28,12 @@ export const BROKER_LABEL = 'eventing.knative.dev/broker';
 export const REQUESTED_TYPE = 'revision.prestart.requested';
 export const COMPLETED_TYPE = 'revision.prestart.completed';
 
-/** A Knative Destination (duckv1.Destination): a reference, a URI, or a URI relative to the reference. */
-export type Destination = NonNullable<HookDelivery['broker']>['subscriber'];
+/**
+ * A Knative Destination (duckv1.Destination): a reference, a URI, or a URI relative to the
+ * reference; `audience` (the gate's sink, when sender identity is on) is what Eventing's broker
+ * filter mints the Trigger's OIDC token for when it delivers there.
+ */
+export type Destination = NonNullable<HookDelivery['broker']>['subscriber'] & { audience?: string };
 
 /** A hook as read from the cluster; the uid makes it an owner of its Triggers (absent when read from a file). */
 export interface OwnedHook extends PrestartHook {
@@ -111,6 +115,7 @@ function cleanDestination(d: Destination): Destination {
     if (d.ref.namespace) out.ref.namespace = d.ref.namespace;
   }
   if (d.uri) out.uri = d.uri;
+  if (d.audience) out.audience = d.audience;
   return out;
 }
 

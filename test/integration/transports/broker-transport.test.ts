@@ -173,3 +173,41 @@ test('a lookup that fails (Broker not ready) is retriable and says so', async (t
   t.regex(err?.message ?? '', /no status\.address\.url yet/);
   await transport.close();
 });
+
+test('a Broker announcing an audience gets the token for it; a 401 reads the address again; no token, no send', async (t) => {
+  const asked: string[] = [];
+  let audience = 'eventing.knative.dev/broker/shop/oidc';
+  const lookups: string[] = [];
+  const transport = createBrokerTransport({
+    resolveBrokerUrl: async (ns, name) => {
+      lookups.push(`${ns}/${name}`);
+      return { url: `${ingress.url}/${ns}/${name}`, audience };
+    },
+    bearerFor: async (aud) => {
+      asked.push(aud);
+      if (aud === 'unmintable') throw new Error('apiserver unavailable');
+      return `token-for-${aud.replaceAll('/', '.')}`;
+    },
+    retry: { attempts: 3, baseDelayMs: 50, maxDelayMs: 100, maxElapsedMs: 5_000 },
+    logger: silent,
+  });
+  await transport.send(requestEvent(), brokerDelivery('oidc'), 'db-migrate');
+  t.is(hitsFor('/shop/oidc')[0]?.headers.authorization, 'Bearer token-for-eventing.knative.dev.broker.shop.oidc');
+
+  // The Broker was recreated with another audience: the ingress refuses the old token, the address is read again.
+  ingress.scripted.set('/shop/oidc', [401]);
+  audience = 'eventing.knative.dev/broker/shop/oidc-2';
+  await transport.send(requestEvent({ attempt: 2 }), brokerDelivery('oidc'), 'db-migrate');
+  t.deepEqual(lookups, ['shop/oidc', 'shop/oidc']);
+  t.is(hitsFor('/shop/oidc').at(-1)?.headers.authorization, 'Bearer token-for-eventing.knative.dev.broker.shop.oidc-2');
+
+  // No token to be had: nothing goes out, and the failure is retriable (the gate resends later).
+  audience = 'unmintable';
+  const err = await t.throwsAsync(transport.send(requestEvent({ attempt: 4 }), brokerDelivery('oidc-none'), 'db-migrate'), {
+    instanceOf: TransportError,
+  });
+  t.true(err?.retriable);
+  t.regex(err?.message ?? '', /no token for its audience unmintable: apiserver unavailable/);
+  t.is(hitsFor('/shop/oidc-none').length, 0);
+  await transport.close();
+});

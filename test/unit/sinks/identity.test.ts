@@ -20,6 +20,7 @@ import { keys } from '../../support/keys.ts';
 
 const SA = { namespace: 'team-a', name: 'migrate' };
 const USER = 'system:serviceaccount:team-a:migrate';
+const DIRECT = [{ username: USER, road: 'directly' }];
 const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2ln`;
 const reply = (hook = 'db') => ({ hook }) as Reply;
 
@@ -36,21 +37,72 @@ test('required: no token is 401, a hook without a ServiceAccount is 403 (fail cl
   t.like(precheck('required', 'db', { serviceAccount: SA }, undefined), { ok: false, status: 401 });
   t.like(precheck('required', 'db', undefined, 'tok'), { ok: false, status: 403 });
   t.like(precheck('required', 'db', { serviceAccount: SA }, 'malformed'), { ok: false, status: 401 });
-  t.deepEqual(precheck('required', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: USER });
+  t.deepEqual(precheck('required', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: DIRECT });
   t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, undefined), { ok: true });
   t.deepEqual(precheck('optional', 'db', undefined, 'tok'), { ok: true });
   t.like(precheck('optional', 'db', { serviceAccount: SA }, 'malformed'), { ok: false, status: 401 });
-  t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: USER });
+  t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: DIRECT });
 });
 
 test('a review: invalid or for other audiences is 401, another user is 403, the hook’s own is ok', (t) => {
-  t.like(judge({ authenticated: false, reason: 'expired' }, 'aud', USER, 'db'), { ok: false, status: 401 });
-  t.like(judge({ authenticated: true, username: USER, audiences: ['other'] }, 'aud', USER, 'db'), { ok: false, status: 401 });
-  t.like(judge({ authenticated: true, username: 'system:serviceaccount:x:y', audiences: ['aud'] }, 'aud', USER, 'db'), {
+  t.like(judge({ authenticated: false, reason: 'expired' }, 'aud', DIRECT, 'db'), { ok: false, status: 401 });
+  t.like(judge({ authenticated: true, username: USER, audiences: ['other'] }, 'aud', DIRECT, 'db'), { ok: false, status: 401 });
+  t.like(judge({ authenticated: true, username: 'system:serviceaccount:x:y', audiences: ['aud'] }, 'aud', DIRECT, 'db'), {
     ok: false,
     status: 403,
   });
-  t.deepEqual(judge({ authenticated: true, username: USER, audiences: ['aud'] }, 'aud', USER, 'db'), { ok: true });
+  t.deepEqual(judge({ authenticated: true, username: USER, audiences: ['aud'] }, 'aud', DIRECT, 'db'), { ok: true });
+});
+
+test('Broker road: the reply Trigger’s OIDC ServiceAccount may reply for a Broker hook, its request Trigger and strangers may not', (t) => {
+  const replyTrigger = { namespace: 'shop', name: 'prestart-gate-replies-default', serviceAccount: 'replies-oidc' };
+  const TRIGGER_USER = 'system:serviceaccount:shop:replies-oidc';
+  // No identity.serviceAccount: only what came through the gate's reply Trigger.
+  const first = precheck('required', 'db', undefined, 'tok', replyTrigger);
+  t.deepEqual(first, {
+    check: 'tok',
+    expected: [{ username: TRIGGER_USER, road: "through the Broker's reply Trigger shop/prestart-gate-replies-default" }],
+  });
+  const expected = 'check' in first ? first.expected : [];
+  t.deepEqual(judge({ authenticated: true, username: TRIGGER_USER }, 'aud', expected, 'db'), { ok: true });
+  const requestTrigger = judge(
+    { authenticated: true, username: 'system:serviceaccount:shop:prestart-hook-db-oidc' },
+    'aud',
+    expected,
+    'db',
+  );
+  t.like(requestTrigger, { ok: false, status: 403 });
+  t.regex(
+    !requestTrigger.ok ? requestTrigger.reason : '',
+    /replies as system:serviceaccount:shop:replies-oidc \(through the Broker's reply Trigger/,
+  );
+  // Both roads when the hook names its ServiceAccount too.
+  const both = precheck('required', 'db', { serviceAccount: SA }, 'tok', replyTrigger);
+  t.deepEqual('check' in both ? both.expected.map((s) => s.username) : [], [USER, TRIGGER_USER]);
+  // A reply Trigger Eventing has not given an identity yet (OIDC off): nothing to tie the reply to.
+  const unset = precheck('required', 'db', undefined, 'tok', { namespace: 'shop', name: 'prestart-gate-replies-default' });
+  t.like(unset, { ok: false, status: 403 });
+  t.regex(!('check' in unset) && !unset.ok ? unset.reason : '', /no OIDC identity yet .*authentication-oidc/);
+  t.deepEqual(precheck('optional', 'db', undefined, 'tok', { namespace: 'shop', name: 'r' }), { ok: true });
+});
+
+test('the reply Trigger is looked up only for a reply that carries a token', async (t) => {
+  const asked: string[] = [];
+  const identity = createReplyIdentity({
+    mode: 'required',
+    audience: 'aud',
+    identityOf: () => undefined,
+    replyTriggerOf: async (hook) => {
+      asked.push(hook);
+      return { namespace: 'shop', name: 'r', serviceAccount: 'r-oidc' };
+    },
+    review: async () => ({ authenticated: true, username: 'system:serviceaccount:shop:r-oidc' }),
+  });
+  t.like(await identity.check(reply(), undefined), { ok: false, status: 401 });
+  t.like(await identity.check(reply(), 'Basic x'), { ok: false, status: 401 });
+  t.deepEqual(asked, []);
+  t.deepEqual(await identity.check(reply(), 'Bearer tok'), { ok: true });
+  t.deepEqual(asked, ['db']);
 });
 
 test('exp is read from the payload only to know how long to keep a review, never past an hour', (t) => {

@@ -1,0 +1,213 @@
+// Sender identity on the Broker road (issue 22), on the real control plane: real ServiceAccounts,
+// real TokenRequest tokens, real TokenReviews by the gate, the gate running as its own
+// ServiceAccount with the RBAC of config/300-rbac.yaml, Knative Eventing's real Broker and
+// Trigger CRDs.
+//
+// Stand-ins, because no Knative Eventing runs in this file (test/e2e/broker-identity.test.ts runs
+// the real one with `authentication-oidc: enabled`):
+// - the Broker's status (address url and audience) is written by the test as Eventing's Broker
+//   reconciler writes it, and the url points at a plain HTTP server of the test standing in for
+//   the broker ingress: it records what the gate sends, and the test checks the Bearer token with
+//   the apiserver's TokenReview, as the ingress checks it against the apiserver's OIDC keys;
+// - the reply Trigger's status.auth.serviceAccountName and that ServiceAccount are written by the
+//   test as Eventing's Trigger reconciler writes them, and the test POSTs to the gate's sink with a
+//   token of that ServiceAccount for the Trigger's subscriber audience, as the broker filter does.
+import { AuthenticationV1Api } from '@kubernetes/client-node';
+import test from 'ava';
+import { applyManifests } from '../../../devcluster/apply.ts';
+import { GATE_USER, type GateEnv, gateEnv, installedCluster } from '../../../devcluster/gate/env.ts';
+import type { ReceivedRequest } from '../../../devcluster/gate/hook-server.ts';
+import { completedFor } from '../../../devcluster/gate/replies.ts';
+import { knativeEventingCrdFiles } from '../../../devcluster/knative.ts';
+import { kubeRequest } from '../../../devcluster/kube-request.ts';
+import { waitFor } from '../../../devcluster/wait.ts';
+import { toBinary } from '../../../schemas/index.ts';
+import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
+import { replyTriggerName, requestTriggerName } from '../../../triggers/names.ts';
+import { type FakeIngress, type IngressHit, startFakeIngress } from '../transports/_ingress.ts';
+
+const BROKER = 'default';
+const PLAIN = 'plain';
+/** What Eventing writes as a Broker's status.address.audience (pkg/auth/audience.go: group/kind/namespace/name). */
+const brokerAudience = (ns: string, name: string) => `eventing.knative.dev/broker/${ns}/${name}`;
+
+let env: GateEnv;
+let ingress: FakeIngress;
+
+test.after.always(async () => {
+  await env?.stop();
+  await ingress?.close();
+});
+
+test.before(async () => {
+  // Eventing's Broker and Trigger CRDs (test/integration/triggers/triggers.test.ts installs the same).
+  const cluster = await installedCluster();
+  for (const file of await knativeEventingCrdFiles('broker', 'trigger')) await applyManifests(cluster.kubeConfig, file);
+  ingress = await startFakeIngress();
+  env = await gateEnv('bident', { inProcess: false });
+  for (const name of ['stranger-sa']) {
+    await env.core.createNamespacedServiceAccount({ namespace: env.namespace, body: { metadata: { name } } });
+  }
+  await env.startGate({
+    senderIdentity: { replies: 'required' },
+    triggers: { replyUri: 'http://127.0.0.1:9/', namespaces: [env.namespace] },
+  });
+  await createBroker(BROKER, brokerAudience(env.namespace, BROKER));
+  await createBroker(PLAIN, undefined);
+});
+
+/** A Broker with the status Eventing's reconciler would write: Ready, its address, and its audience when OIDC is on. */
+async function createBroker(name: string, audience: string | undefined): Promise<void> {
+  const base = `/apis/eventing.knative.dev/v1/namespaces/${env.namespace}/brokers`;
+  const created = await kubeRequest(env.admin, 'POST', base, { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', metadata: { name } });
+  if (created.status >= 300) throw new Error(`create Broker ${name}: ${JSON.stringify(created.body)}`);
+  const status = await kubeRequest(
+    env.admin,
+    'PATCH',
+    `${base}/${name}/status`,
+    { status: { address: { url: `${ingress.url}/${env.namespace}/${name}`, ...(audience ? { audience } : {}) } } },
+    'application/merge-patch+json',
+  );
+  if (status.status >= 300) throw new Error(`Broker ${name} status: ${JSON.stringify(status.body)}`);
+}
+
+/** The request the gate sent to the (stand-in) ingress for a Revision, as the hook would receive it. */
+async function requestAt(broker: string, revision: string): Promise<{ hit: IngressHit; req: ReceivedRequest }> {
+  const hit = await waitFor(
+    () =>
+      ingress
+        .hitsFor(`/${env.namespace}/${broker}`)
+        .find((h) => (JSON.parse(h.body || '{}') as { revision?: { name?: string } }).revision?.name === revision),
+    { timeoutMs: 30_000, what: `the gate's request for ${revision} at Broker ${broker}` },
+  );
+  const req: ReceivedRequest = {
+    headers: hit.headers,
+    body: hit.body,
+    ceId: String(hit.headers['ce-id'] ?? ''),
+    data: JSON.parse(hit.body),
+    correlationid: String(hit.headers['ce-correlationid'] ?? ''),
+  };
+  return { hit, req };
+}
+
+async function tokenOf(namespace: string, name: string, audience: string): Promise<string> {
+  const answer = await env.core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [audience], expirationSeconds: 600 } },
+  });
+  return answer.status?.token ?? '';
+}
+
+function postReply(req: ReceivedRequest, outcome: 'succeeded' | 'progress', token?: string): Promise<Response> {
+  const msg = toBinary(completedFor(req, outcome));
+  const headers: Record<string, string> = { ...msg.headers, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) };
+  // The reply Trigger's subscriber: the gate's sink (a Trigger delivers to "/").
+  return fetch(new URL('/', env.gate.sinkUrl), { method: 'POST', headers, body: msg.body });
+}
+
+const errorOf = async (res: Response) => ((await res.json()) as { error: string }).error;
+
+test.serial(
+  'the gate sends to a Broker with its ServiceAccount token for the Broker’s audience, kept across sends; none without an audience',
+  async (t) => {
+    const hook = `${env.instance}-bus`;
+    await env.createHook(hook, {
+      match: env.annotationMatch('bident', 'bus'),
+      delivery: { transport: 'broker', broker: { name: BROKER, namespace: env.namespace, subscriber: { uri: 'http://127.0.0.1:9/' } } },
+    });
+    await env.waitUntilStamped(hook, { bident: 'bus' });
+    await env.createRevision('bus-00001', { annotations: { bident: 'bus' } });
+    await env.createRevision('bus-00002', { annotations: { bident: 'bus' } });
+    const first = (await requestAt(BROKER, 'bus-00001')).hit;
+    const second = (await requestAt(BROKER, 'bus-00002')).hit;
+    const auth = String(first.headers.authorization ?? '');
+    t.regex(auth, /^Bearer \S+$/);
+    const reviews = env.admin.makeApiClient(AuthenticationV1Api);
+    const audience = brokerAudience(env.namespace, BROKER);
+    const review = await reviews.createTokenReview({ body: { spec: { token: auth.slice('Bearer '.length), audiences: [audience] } } });
+    t.true(review.status?.authenticated, 'valid for the Broker’s audience');
+    t.is(review.status?.user?.username, GATE_USER, 'the gate’s own ServiceAccount');
+    const elsewhere = await reviews.createTokenReview({
+      body: { spec: { token: auth.slice('Bearer '.length), audiences: [DEFAULT_SINK_AUDIENCE] } },
+    });
+    t.not(elsewhere.status?.authenticated, true, 'not valid for any other audience');
+    t.is(second.headers.authorization, auth, 'the same token for the second request (minted once, refreshed at 80% of its life)');
+
+    const plainHook = `${env.instance}-plain`;
+    await env.createHook(plainHook, {
+      match: env.annotationMatch('bident', 'plain'),
+      delivery: { transport: 'broker', broker: { name: PLAIN, namespace: env.namespace, subscriber: { uri: 'http://127.0.0.1:9/' } } },
+    });
+    await env.waitUntilStamped(plainHook, { bident: 'plain' });
+    await env.createRevision('plain-00001', { annotations: { bident: 'plain' } });
+    const plain = (await requestAt(PLAIN, 'plain-00001')).hit;
+    t.is(plain.headers.authorization, undefined, 'a Broker that announces no audience gets no token');
+  },
+);
+
+test.serial(
+  'required: a Broker-delivered reply counts only with the reply Trigger’s OIDC identity; the request Trigger’s, a stranger’s or none change nothing',
+  async (t) => {
+    const ns = env.namespace;
+    const triggers = `/apis/eventing.knative.dev/v1/namespaces/${ns}/triggers`;
+    // The gate's reply Trigger asks Eventing for a token for the sink's audience.
+    const replyTrigger = await waitFor(
+      async () => {
+        const res = await kubeRequest(env.admin, 'GET', `${triggers}/${replyTriggerName(BROKER)}`);
+        return res.status === 200 ? (res.body as { spec: { subscriber: { audience?: string } } }) : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the gate’s reply Trigger' },
+    );
+    t.is(replyTrigger.spec.subscriber.audience, DEFAULT_SINK_AUDIENCE);
+
+    const { req } = await requestAt(BROKER, 'bus-00001');
+    const before = await env.waitForRun('bus-00001', 'hook Requested', (r) => r.status?.hooks?.[0]?.phase === 'Requested');
+
+    // Before Eventing gave the reply Trigger an identity (OIDC off), no token can be tied to the hook.
+    await env.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'replies-oidc' } } });
+    await env.core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'request-oidc' } } });
+    const early = await postReply(req, 'succeeded', await tokenOf(ns, 'replies-oidc', DEFAULT_SINK_AUDIENCE));
+    t.is(early.status, 403);
+    t.regex(await errorOf(early), /no OIDC identity yet/);
+
+    // What Eventing's Trigger reconciler writes once authentication-oidc is on (stand-in).
+    for (const [name, sa] of [
+      [replyTriggerName(BROKER), 'replies-oidc'],
+      [requestTriggerName(`${env.instance}-bus`), 'request-oidc'],
+    ] as const) {
+      const res = await kubeRequest(
+        env.admin,
+        'PATCH',
+        `${triggers}/${name}/status`,
+        { status: { auth: { serviceAccountName: sa } } },
+        'application/merge-patch+json',
+      );
+      t.is(res.status, 200, JSON.stringify(res.body));
+    }
+
+    const none = await postReply(req, 'succeeded');
+    t.is(none.status, 401);
+    t.is(none.headers.get(AUDIENCE_HEADER), DEFAULT_SINK_AUDIENCE);
+
+    const stranger = await postReply(req, 'succeeded', await tokenOf(ns, 'stranger-sa', DEFAULT_SINK_AUDIENCE));
+    t.is(stranger.status, 403);
+    t.regex(await errorOf(stranger), /stranger-sa.*replies as .*replies-oidc \(through the Broker's reply Trigger/);
+
+    // The hook's request Trigger is how a synchronous answer re-enters the Broker: it may post to
+    // the Broker (EventPolicy), never straight to the gate.
+    const requestTrigger = await postReply(req, 'succeeded', await tokenOf(ns, 'request-oidc', DEFAULT_SINK_AUDIENCE));
+    t.is(requestTrigger.status, 403);
+
+    const wrongAudience = await postReply(req, 'succeeded', await tokenOf(ns, 'replies-oidc', brokerAudience(ns, BROKER)));
+    t.is(wrongAudience.status, 401);
+
+    const after = await env.getRun('bus-00001');
+    t.is(after?.metadata?.resourceVersion, before.metadata?.resourceVersion, 'no refused reply touched the run');
+
+    // The broker filter's delivery (stand-in): the reply Trigger's ServiceAccount, the sink's audience.
+    const delivered = await postReply(req, 'succeeded', await tokenOf(ns, 'replies-oidc', DEFAULT_SINK_AUDIENCE));
+    t.is(delivered.status, 202, await delivered.text());
+    await env.waitReleased('bus-00001');
+  },
+);
