@@ -8,8 +8,8 @@
 // Pods land here only when they ask to: the node is tainted (REAL_NODE_TAINT) and labelled;
 // `placement()` gives the nodeSelector and toleration. Images must be imported ones (pull policy
 // Never): `images` names those built by `build-binaries.sh node`.
-import { execFileSync, spawn } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { accessSync, constants, copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, DiscoveryV1Api, RbacAuthorizationV1Api, type V1Toleration } from '@kubernetes/client-node';
@@ -26,10 +26,13 @@ import { ClusterStartError } from './errors.ts';
 import { onExit } from './exit-hooks.ts';
 import { kubeProxySpec } from './kube-proxy.ts';
 import { bindNodeRole, kubeletSpec } from './kubelet.ts';
+import { pathEnv, realNodeUnavailable } from './node-check.ts';
 import { claimHost, hostLeftovers, type NodeHostState, nodeRoot, reapNodeLeftovers, saveState, teardownHost } from './node-host.ts';
 import { freePorts } from './ports.ts';
 import { type Component, type ComponentSpec, describeExit, logTail, startComponent, stopComponents } from './processes.ts';
 import { waitFor } from './wait.ts';
+
+export { realNodeUnavailable } from './node-check.ts';
 
 export const REAL_NODE_TAINT = { key: 'prestart.dev/real-node', value: 'true', effect: 'NoSchedule' };
 export const REAL_NODE_LABEL = 'prestart.dev/real-node';
@@ -83,30 +86,6 @@ export interface StartNodeOptions {
    */
   taint?: boolean;
   progress?: (line: string) => void;
-}
-
-/** One line saying why no real node can run here (the caller falls back to kwok), or undefined. */
-export function realNodeUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0)
-    return 'real node: needs root (containerd, the kubelet, the bridge and iptables change the host); use kwok nodes';
-  const have = (cmd: string) => {
-    try {
-      execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore', env: pathEnv() });
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const missing = ['containerd', 'containerd-shim-runc-v2', 'runc', 'ctr', 'iptables', 'ip'].filter((c) => !have(c));
-  if (!existsSync('/usr/lib/cni/bridge')) missing.push('/usr/lib/cni/bridge');
-  if (missing.length > 0) return `real node: ${missing.join(', ')} not installed (scripts/system-deps.sh installs them); use kwok nodes`;
-  return undefined;
-}
-
-function pathEnv(): NodeJS.ProcessEnv {
-  const path = process.env.PATH ?? '';
-  const extra = ['/usr/local/sbin', '/usr/sbin', '/sbin'].filter((d) => !path.split(':').includes(d));
-  return { ...process.env, PATH: [path, ...extra].filter(Boolean).join(':') };
 }
 
 export function nodeBinaries(): NodeBinaries {

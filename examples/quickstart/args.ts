@@ -11,13 +11,23 @@ export interface QuickstartOptions {
   provisionMs: number;
   /** Deliver through Knative Eventing's Broker and the gate's Triggers instead of direct HTTP. */
   broker: boolean;
+  /** Where the pods run: the real node (real containers), kwok's fake nodes, or the real node where the machine allows. */
+  node: NodeChoice;
 }
+
+export const NODE_CHOICES = ['auto', 'real', 'kwok'] as const;
+export type NodeChoice = (typeof NODE_CHOICES)[number];
 
 export const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 export const DEFAULT_PROVISION_MS = 8_000;
 
-export const USAGE = `usage: npm run quickstart [-- [--broker] [--exit-when-done] [--timeout <seconds>] [--provision-ms <ms>]]
+export const USAGE = `usage: npm run quickstart [-- [--node auto|real|kwok] [--broker] [--exit-when-done] [--timeout <seconds>] [--provision-ms <ms>]]
 
+  --node <where>        real: a real node (kubelet, containerd, CNI, CoreDNS) runs Knative and the app as
+                        pods, and the app answers a real HTTP request; needs root and the packages of
+                        scripts/system-deps.sh. kwok: fake nodes, pods Ready without containers.
+                        auto (default): real where the machine allows, else kwok, saying why in one line.
+                        --broker runs on kwok (also: QUICKSTART_NODE)
   --broker              the hook bus: requests and replies go through Knative Eventing's Broker and the
                         Triggers the gate keeps, instead of direct HTTP (also: QUICKSTART_BROKER=1;
                         needs root or CAP_NET_ADMIN for the channel dispatcher's network namespace)
@@ -33,13 +43,26 @@ function positiveNumber(flag: string, raw: string | undefined): number | string 
   return Number.isFinite(n) && n > 0 ? n : `${flag} needs a positive number, got ${raw === undefined ? 'nothing' : JSON.stringify(raw)}`;
 }
 
+/** The choice, or an error line. */
+function nodeChoice(flag: string, raw: string | undefined): NodeChoice | string {
+  return NODE_CHOICES.includes(raw as NodeChoice)
+    ? (raw as NodeChoice)
+    : `${flag} is one of ${NODE_CHOICES.join(', ')}, got ${raw === undefined ? 'nothing' : JSON.stringify(raw)}`;
+}
+
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedArgs {
   const options: QuickstartOptions = {
     exitWhenDone: env.QUICKSTART_EXIT_WHEN_DONE === '1' || env.QUICKSTART_EXIT_WHEN_DONE === 'true',
     timeoutMs: DEFAULT_TIMEOUT_MS,
     provisionMs: DEFAULT_PROVISION_MS,
     broker: env.QUICKSTART_BROKER === '1' || env.QUICKSTART_BROKER === 'true',
+    node: 'auto',
   };
+  if (env.QUICKSTART_NODE) {
+    const n = nodeChoice('QUICKSTART_NODE', env.QUICKSTART_NODE);
+    if (!NODE_CHOICES.includes(n as NodeChoice)) return { ok: false, help: false, error: n };
+    options.node = n as NodeChoice;
+  }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -51,6 +74,12 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Pars
       case '--broker':
         options.broker = true;
         break;
+      case '--node': {
+        const n = nodeChoice(flag, value());
+        if (!NODE_CHOICES.includes(n as NodeChoice)) return { ok: false, help: false, error: n };
+        options.node = n as NodeChoice;
+        break;
+      }
       case '--timeout': {
         const n = positiveNumber(flag, value());
         if (typeof n === 'string') return { ok: false, help: false, error: n };

@@ -106,7 +106,28 @@ export async function waitForTriggers(kc: KubeConfig, broker: DemoBroker): Promi
   );
 }
 
-/** `kn service create demo --annotation serving-binding=demo-db` (the HPA class: no KPA runs here). */
-export async function createDemoService(kc: KubeConfig, demo: Demo): Promise<void> {
-  await new Knative(kc, demo.namespace).createService(demo.service, { annotations: { [BINDING_ANNOTATION]: demo.hook } });
+/**
+ * On the real node, `kn service create demo --image <the test app> --annotation serving-binding=demo-db`
+ * as it is typed (Knative's default autoscaler, the KPA, runs there). On kwok, the HPA class
+ * (no KPA runs without pod IPs) and an image no container is made of.
+ */
+export async function createDemoService(kc: KubeConfig, demo: Demo, realImage?: string): Promise<void> {
+  if (!realImage) {
+    await new Knative(kc, demo.namespace).createService(demo.service, { annotations: { [BINDING_ANNOTATION]: demo.hook } });
+    return;
+  }
+  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: 'serving.knative.dev',
+    version: 'v1',
+    plural: 'services',
+    namespace: demo.namespace,
+    body: {
+      apiVersion: 'serving.knative.dev/v1',
+      kind: 'Service',
+      metadata: { name: demo.service },
+      spec: {
+        template: { metadata: { annotations: { [BINDING_ANNOTATION]: demo.hook } }, spec: { containers: [{ image: realImage }] } },
+      },
+    },
+  });
 }

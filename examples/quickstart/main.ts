@@ -8,10 +8,12 @@
 // load (run.ts) while the binaries are checked or built, and the first lines print at once.
 import { pinnedVersions } from '../../devcluster/binaries.ts';
 import { ClusterStartError } from '../../devcluster/errors.ts';
+import { realNodeUnavailable } from '../../devcluster/node-check.ts';
 import { parseArgs, USAGE } from './args.ts';
 import { BuildError, buildBinaries } from './build.ts';
 import { keepAlive, QuickstartFailure, Session } from './session.ts';
 import { seconds } from './summary.ts';
+import { buildTargets, chooseWhere } from './where.ts';
 
 const parsed = parseArgs(process.argv.slice(2), process.env);
 if (!parsed.ok) {
@@ -31,7 +33,7 @@ for (const [signal, code] of [
     // A second Ctrl-C does not wait; the cluster's exit hooks still kill its processes.
     if (session.isFinishing) process.exit(code);
     out.keepRegion();
-    out.say(`${signal}: stopping the hook, the gate, Knative and the control plane ...`);
+    out.say(`${signal}: stopping the hook, the gate, Knative${session.realNode ? ', the real node' : ''} and the control plane ...`);
     session.interrupted.abort();
     void session.finish(code);
   });
@@ -42,15 +44,17 @@ const rest = import('./run.ts');
 rest.catch(() => {});
 
 async function main(): Promise<void> {
+  const where = chooseWhere(opts.node, opts.broker, opts.node === 'kwok' ? undefined : realNodeUnavailable());
+  if ('error' in where) throw new QuickstartFailure(where.error);
+  session.realNode = where.real;
   out.say(
     `${c.bold('knative-prestart quickstart')}: a local control plane, Knative Serving ${pinnedVersions().KNATIVE_SERVING_VERSION}` +
       (opts.broker ? ` and Eventing ${pinnedVersions().KNATIVE_EVENTING_VERSION} (requests and replies through its Broker)` : '') +
-      ', the gate and an example hook, then a Knative Service whose first Revision waits for the hook. ' +
+      `, the gate and an example hook${where.real ? ', on a real node (real pods)' : ''}, then a Knative Service whose first Revision waits for the hook. ` +
       (opts.exitWhenDone ? 'Exits when done (--exit-when-done).' : 'Ctrl-C stops everything.'),
   );
-  await session.phase('binaries', () =>
-    buildBinaries(out, session.interrupted.signal, { target: opts.broker ? 'quickstart-broker' : 'quickstart' }),
-  );
+  if (where.note) out.say(c.yellow(where.note));
+  await session.phase('binaries', () => buildBinaries(out, session.interrupted.signal, { targets: buildTargets(where.real, opts.broker) }));
   out.say(`${c.green('✔')} binaries ready in ${seconds(session.phases.end('binaries'))}`);
   session.startDeadline();
   // The control plane's phase starts now: the rest of the code may still be loading, which counts.

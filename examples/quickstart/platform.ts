@@ -14,7 +14,9 @@ import { GATE_USER } from '../../devcluster/gate/env.ts';
 import { startIngressStandIn } from '../../devcluster/knative-client.ts';
 import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
 import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
+import { KNATIVE_NAMESPACE, startKnativeServingPods } from '../../devcluster/knative-serving-pods.ts';
 import { clustersRoot } from '../../devcluster/leftovers.ts';
+import { type RealNode, startNode } from '../../devcluster/node.ts';
 import { freePorts } from '../../devcluster/ports.ts';
 import { waitFor } from '../../devcluster/wait.ts';
 import { DEFAULTS } from '../../gate/config.ts';
@@ -41,22 +43,66 @@ const GATE_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${DEFAULT
  * In the temp directory every local cluster uses, so a quickstart killed outright is reaped by
  * the next start of any cluster; removed when the quickstart stops.
  */
-export async function startQuickstartCluster(progress: (line: string) => void, onDir: (dir: string) => void): Promise<Cluster> {
+export async function startQuickstartCluster(
+  progress: (line: string) => void,
+  onDir: (dir: string) => void,
+  { kwokNodes }: { kwokNodes: number },
+): Promise<Cluster> {
   await mkdir(clustersRoot(), { recursive: true });
   const dir = await mkdtemp(join(clustersRoot(), 'quickstart-'));
   onDir(dir);
-  return startCluster({ dir, progress });
+  return startCluster({ dir, progress, nodes: kwokNodes });
 }
 
+/** The real node's app image: a Go HTTP server answering with its pod's environment (devcluster/node-images/test-app). */
+export function startDemoNode(cluster: Cluster, progress: (line: string) => void): Promise<RealNode> {
+  // Untainted: it is the cluster's only node, and Knative's manifests run on it unchanged.
+  return startNode(cluster, { taint: false, progress });
+}
+
+/** Knative Serving as the demo runs it: host processes beside kwok nodes, or pods on the real node. */
 export interface Serving {
-  knative: KnativeServing;
-  stopStandIn(): void;
+  /** "host processes ... (logs in DIR)" or "pods on node real-node ...": for the ready line. */
+  how: string;
+  /** Log files, or the kubectl command that shows the pods' logs. */
+  logs: string[];
+  stop(): Promise<void>;
 }
 
-export async function startServing(cluster: Cluster, namespace: string, progress: (line: string) => void): Promise<Serving> {
-  const knative = await startKnativeServing(cluster, { progress });
+export async function startServing(
+  cluster: Cluster,
+  namespace: string,
+  progress: (line: string) => void,
+  node?: RealNode,
+): Promise<Serving> {
   const standIn = startIngressStandIn(cluster.kubeConfig, namespace);
-  return { knative, stopStandIn: () => standIn.stop() };
+  try {
+    if (node) {
+      const pods = await startKnativeServingPods(cluster, node, { progress });
+      return {
+        how:
+          `pods on node ${node.name}, from Knative's release manifests: controller, webhook (called through its Service), ` +
+          'activator and the KPA autoscaler; each Revision gets its queue-proxy',
+        logs: [`kubectl logs -n ${KNATIVE_NAMESPACE} deploy/controller (or activator, autoscaler, webhook)`],
+        stop: async () => {
+          standIn.stop();
+          await pods.stop();
+        },
+      };
+    }
+    const knative: KnativeServing = await startKnativeServing(cluster, { progress });
+    return {
+      how: `its own reconcilers, webhook and HPA autoscaler as host processes (logs in ${knative.logsDir})`,
+      logs: [join(knative.logsDir, '*.log')],
+      stop: async () => {
+        standIn.stop();
+        await knative.stop();
+      },
+    };
+  } catch (err) {
+    standIn.stop();
+    throw err;
+  }
 }
 
 /** `--broker`: Knative Eventing's MT channel-based Broker `default` in the demo's namespace. */

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { controlPlaneBinaries, pinnedVersions } from '../../devcluster/binaries.ts';
 import type { Cluster } from '../../devcluster/control-plane.ts';
 import { GATE_USER } from '../../devcluster/gate/env.ts';
+import type { RealNode } from '../../devcluster/node.ts';
 import type { RunningGate } from '../../gate/gate.ts';
+import { askTheApp } from './answer.ts';
 import { createDemoService, DEMO, prepareDemo } from './demo.ts';
 import { createLiveView } from './live.ts';
 import { demoDone, type Milestones, nextMilestones, timeline, waitingFor } from './milestones.ts';
@@ -13,6 +15,7 @@ import {
   installProject,
   type Serving,
   startBus,
+  startDemoNode,
   startExampleHook,
   startGateHere,
   startQuickstartCluster,
@@ -35,33 +38,44 @@ export async function runDemo(session: Session): Promise<void> {
   // Its phase started in main.ts, while this code loaded.
   const cluster = await step(
     () => 'the control plane to start',
-    startQuickstartCluster(progress('cluster'), (dir) => {
-      session.clusterDir = dir;
-    }),
+    startQuickstartCluster(
+      progress('cluster'),
+      (dir) => {
+        session.clusterDir = dir;
+      },
+      { kwokNodes: session.realNode ? 0 : 1 },
+    ),
   );
   session.cluster = cluster;
+  let node: RealNode | undefined;
+  if (session.realNode) {
+    node = await step(() => 'the real node to start', startDemoNode(cluster, progress('node')));
+    const running = node;
+    // Its pods stop with it (Knative's activator would wait out a 600 s grace period otherwise).
+    session.onStop('the real node', () => running.stop(), { boundMs: 60_000 });
+  }
   const loaded =
     session.codeLoadMs >= 1000 ? ` (${seconds(session.codeLoadMs)} of it loading the gate's and the Kubernetes client's code)` : '';
   const admin = cluster.kubeConfig;
   out.say(
-    `${ok} control plane ready in ${took('control plane')}${loaded}: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok ` +
-      `(fake nodes whose pods become Ready without containers), Kubernetes ${versions.KUBERNETES_VERSION}, at ${cluster.apiserverUrl}`,
+    `${ok} control plane ready in ${took('control plane')}${loaded}: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and ` +
+      (node
+        ? `a real node (${node.name}: kubelet, containerd and runc, CNI bridge, kube-proxy, CoreDNS; ready in ${node.startSeconds.toFixed(1)}s)`
+        : 'kwok (fake nodes whose pods become Ready without containers)') +
+      `, Kubernetes ${versions.KUBERNETES_VERSION}, at ${cluster.apiserverUrl}`,
   );
   out.say(`  cluster directory: ${cluster.dir}`);
 
   const started = cluster;
   const serving: Serving = await session.phase('Knative', () =>
-    step(() => 'Knative Serving to start', startServing(started, DEMO.namespace, progress('knative'))),
+    step(() => 'Knative Serving to start', startServing(started, DEMO.namespace, progress('knative'), node)),
   );
-  session.onStop('Knative Serving', () => serving.knative.stop());
-  session.onStop('the Ingress stand-in', () => serving.stopStandIn());
-  out.say(
-    `${ok} Knative Serving ${versions.KNATIVE_SERVING_VERSION} ready in ${took('Knative')}: its own reconcilers, webhook and HPA autoscaler ` +
-      `(logs in ${serving.knative.logsDir})`,
-  );
+  session.onStop('Knative Serving', () => serving.stop());
+  out.say(`${ok} Knative Serving ${versions.KNATIVE_SERVING_VERSION} ready in ${took('Knative')}: ${serving.how}`);
   out.say(
     `  ${c.yellow('stand-in')}: no networking layer (Istio, Kourier, Contour) runs here. The Ingress stand-in marks the Ingresses of ` +
-      `namespace ${DEMO.namespace} Ready, as one would report, so the Route and Service can become Ready; no traffic flows.`,
+      `namespace ${DEMO.namespace} Ready, as one would report, so the Route and Service can become Ready; ` +
+      (node ? "requests reach the app through Knative's activator instead." : 'no traffic flows.'),
   );
 
   let bus: Bus | undefined;
@@ -141,7 +155,7 @@ export async function runDemo(session: Session): Promise<void> {
   session.onStop('the watches', () => stopWatch.stop());
   const clock = setInterval(render, 500);
   serviceCreatedAt = performance.now();
-  await createDemoService(admin, DEMO);
+  await createDemoService(admin, DEMO, node?.images.testApp);
   out.say(
     `${ok} Service ${DEMO.service} created in namespace ${DEMO.namespace}, its template annotated serving-binding=${DEMO.hook}; ` +
       `what happens next, as it happens:`,
@@ -156,6 +170,10 @@ export async function runDemo(session: Session): Promise<void> {
   session.phases.end('demo');
 
   out.say(`${ok} demo complete: ${timeline(milestones, serviceCreatedAt)} (after the Service was created)`);
+  if (node) {
+    const answer = await step(() => "the app's answer through Knative's activator", askTheApp(admin, DEMO));
+    out.say(`${ok} ${answer}`);
+  }
   out.say(`phase times: ${session.phases.summary()}`);
   if (opts.exitWhenDone) {
     out.say('stopping everything (--exit-when-done)');
@@ -179,7 +197,7 @@ export function showLookAround(cl: Cluster, serving?: Serving, bus?: Bus): strin
     logs: [
       join(cl.dir, 'gate.log'),
       join(cl.dir, 'hook.log'),
-      ...(serving ? [join(serving.knative.logsDir, '*.log')] : []),
+      ...(serving?.logs ?? []),
       ...(bus ? [join(bus.eventing.logsDir, '*.log')] : []),
       join(cl.dir, '*.log'),
     ],

@@ -19,11 +19,13 @@ export class Session {
   /** Aborted by a signal: a running build stops. */
   readonly interrupted = new AbortController();
   cluster: Cluster | undefined;
+  /** The demo runs on the real node (chosen in main.ts before the build). */
+  realNode = false;
   /** How long the code after the build took to load (the Kubernetes client and the gate), counted in the control plane's phase. */
   codeLoadMs = 0;
   /** Set before the cluster starts, so a stop during its start still removes the directory. */
   clusterDir: string | undefined;
-  private readonly cleanups: { what: string; run: () => unknown }[] = [];
+  private readonly cleanups: { what: string; run: () => unknown; boundMs: number }[] = [];
   private deadline = Number.POSITIVE_INFINITY;
   private finishing = false;
 
@@ -36,8 +38,9 @@ export class Session {
     return this.finishing;
   }
 
-  onStop(what: string, run: () => unknown): void {
-    this.cleanups.push({ what, run });
+  /** Run at the end, the last registered first; each gets `boundMs` (default 10 s) before the next starts. */
+  onStop(what: string, run: () => unknown, { boundMs = 10_000 }: { boundMs?: number } = {}): void {
+    this.cleanups.push({ what, run, boundMs });
   }
 
   /** Everything after the binaries shares one deadline, from now. */
@@ -78,9 +81,10 @@ export class Session {
     for (const cleanup of this.cleanups.reverse()) {
       // A component already gone (a signal's exit hooks kill the cluster's processes at once)
       // must not hold up the rest: each cleanup gets a bounded moment.
-      await Promise.race([Promise.resolve().then(cleanup.run), new Promise((resolve) => setTimeout(resolve, 10_000).unref())]).catch(
-        (err: unknown) => process.stderr.write(`quickstart: stopping ${cleanup.what}: ${(err as Error).message}\n`),
-      );
+      await Promise.race([
+        Promise.resolve().then(cleanup.run),
+        new Promise((resolve) => setTimeout(resolve, cleanup.boundMs).unref()),
+      ]).catch((err: unknown) => process.stderr.write(`quickstart: stopping ${cleanup.what}: ${(err as Error).message}\n`));
     }
     if (this.cluster) {
       await this.cluster.stop({ keepDir: how.keepLogs ?? false });

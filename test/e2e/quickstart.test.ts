@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import { cacheDir } from '../../devcluster/binaries.ts';
+import { realNodeUnavailable } from '../../devcluster/node-check.ts';
+import { nodeRoot } from '../../devcluster/node-host.ts';
 import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../devcluster/shared.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -164,6 +166,25 @@ test.serial(
     const deploying = fromFirstLog.filter((l) => /Revision demo-00001: held .*Knative: Ready=Unknown \(Deploying\)$/.test(l));
     t.is(deploying.length, 1, 'a state is logged once, when it changes');
 
+    // Where real pods can run (root, containerd), the demo runs on the real node and ends with the
+    // app's answer; elsewhere it says in one line why it falls back to kwok.
+    const unavailable = realNodeUnavailable();
+    if (unavailable === undefined) {
+      index(
+        /control plane ready in .*a real node \(real-node: kubelet, containerd and runc, CNI bridge, kube-proxy, CoreDNS/,
+        'the real node',
+      );
+      const answer = index(
+        /the app answers through Knative's activator .*HTTP 200 from pod demo-00001-deployment-\S+, with its binding in the environment: DATABASE_PASSWORD, DATABASE_URL \(DATABASE_URL=postgres:\/\/app:\*\*\*@/,
+        'the app’s HTTP answer with its binding',
+      );
+      t.true(serviceReady < answer, 'the answer once the Service is Ready');
+      t.false(existsSync(join(nodeRoot(), 'state.json')), 'the real node is stopped and the host released');
+      t.log(lines[answer]);
+    } else {
+      index(/no real pods here \(.*\): the demo runs on kwok nodes/, 'why the demo falls back to kwok');
+    }
+
     const dir = clusterDir(stdout);
     t.false(existsSync(dir), `its cluster directory ${dir} is removed`);
     t.deepEqual(processesMentioning(dir), [], 'no process of its cluster is left');
@@ -229,7 +250,8 @@ test.serial('npm run quickstart: says how to look around, the printed kubectl co
   t.log(`Ctrl-C: npm ended (${signal ?? `exit ${code}`}) after ${seconds.toFixed(1)} s in all`);
   // The quickstart exits 130; npm, which got the SIGINT too, then ends by that signal.
   t.true(code === 130 || signal === 'SIGINT', `ended by the interrupt (code ${code}, signal ${signal})`);
-  t.regex(run.stdout(), /SIGINT: stopping the hook, the gate, Knative and the control plane/);
+  t.regex(run.stdout(), /SIGINT: stopping the hook, the gate, Knative(, the real node)? and the control plane/);
   t.false(existsSync(dir), `its cluster directory ${dir} is removed`);
   t.deepEqual(processesMentioning(dir), [], 'no process of its cluster is left');
+  t.false(existsSync(join(nodeRoot(), 'state.json')), 'no real node is left holding the host');
 });
