@@ -397,6 +397,17 @@ build_knative_eventing_images() {
   command -v buildah >/dev/null 2>&1 || die "knative-eventing images: buildah is not installed (scripts/system-deps.sh installs it)"
   [ -f "$dir/tools.go" ] && [ -s "$cache/bin/knative-eventing-$version/config/channels/in-memory-channel/resources/in-memory-channel.yaml" ] || build_knative_eventing
   mkdir -p "$out"
+  # The two ConfigMaps of image names eventing-core.yaml carries for the eventing controller's env
+  # (IntegrationSource/Sink and EventTransform images; nothing here runs those): symlinks from
+  # config/core/configmaps into third_party/ in the repository, which module zips drop.
+  local integrations="$cache/bin/knative-eventing-$version/config/third_party/eventing-integrations-latest"
+  if [ ! -s "$integrations/eventing-transformations-images.yaml" ]; then
+    local eventing
+    eventing="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/eventing)"
+    mkdir -p "$integrations"
+    cp "$eventing"/third_party/eventing-integrations-latest/eventing-{integrations,transformations}-images.yaml "$integrations/"
+    chmod u+w "$integrations"/*.yaml
+  fi
   local cmd file missing=""
   for cmd in $KNATIVE_EVENTING_IMAGES; do
     file="${cmd//\//-}"

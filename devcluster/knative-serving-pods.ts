@@ -21,13 +21,19 @@
 // The pods run unchanged, so they must land on the real node: start the cluster without kwok
 // nodes and the node untainted (startCluster({ nodes: 0 }), startNode(c, { taint: false })).
 // The host-process Knative of knative-serving.ts stays for the kwok suites.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
-import { applyManifests, parseManifests } from './apply.ts';
-import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
+import { applyManifests } from './apply.ts';
+import { cacheDir, pinnedVersions } from './binaries.ts';
 import type { Cluster } from './control-plane.ts';
 import { ClusterStartError } from './errors.ts';
+import {
+  type KoImage,
+  koBuildOutput,
+  koResolve as koResolveModule,
+  releaseManifests,
+  waitForDeploymentsAvailable,
+} from './knative-pods.ts';
 import { deleteWebhookConfigurations, webhookDefaults } from './knative-serving.ts';
 import type { RealNode } from './node.ts';
 import { WaitTimeoutError, waitFor } from './wait.ts';
@@ -62,7 +68,7 @@ export interface StartKnativeServingPodsOptions {
 interface ServingRelease {
   version: string;
   config: string;
-  images: { name: ServingImage; archive: string; ref: string }[];
+  images: KoImage[];
 }
 
 /** The manifests and the images built by build-binaries.sh (knative-serving, knative-serving-images). */
@@ -70,52 +76,17 @@ export function servingRelease(): ServingRelease {
   const version = pinnedVersions().KNATIVE_SERVING_VERSION;
   if (!version) throw new ClusterStartError('devcluster/versions.env has no KNATIVE_SERVING_VERSION');
   const dir = join(cacheDir(), 'bin', `knative-serving-${version}`);
-  const images = SERVING_IMAGES.map((name) => {
-    const archive = join(dir, 'images', `${name}.oci.tar`);
-    const refFile = join(dir, 'images', `${name}.ref`);
-    return { name, archive, ref: existsSync(refFile) ? readFileSync(refFile, 'utf8').trim() : '' };
-  });
-  const missing = [
-    ...images.filter((i) => !existsSync(i.archive) || !i.ref).map((i) => i.archive),
-    ...(existsSync(join(dir, 'config', 'core', 'deployments')) ? [] : [join(dir, 'config')]),
-  ];
-  if (missing.length > 0) {
-    throw new ClusterStartError(`knative-serving pods: missing ${missing.join(', ')}: run ${BUILD_SCRIPT} knative-serving-images`);
-  }
+  const images = koBuildOutput(dir, SERVING_IMAGES, [join(dir, 'config', 'core', 'deployments')], 'knative-serving');
   return { version, config: join(dir, 'config'), images };
 }
 
-function yamlFiles(path: string): string[] {
-  if (!path.endsWith('.yaml')) {
-    return readdirSync(path)
-      .filter((f) => f.endsWith('.yaml'))
-      .sort()
-      .map((f) => join(path, f));
-  }
-  return [path];
-}
-
-/** What `ko resolve` does to a manifest: each ko:// import path becomes the image built from it. */
+/** What `ko resolve` does to Serving's manifests: each ko://knative.dev/serving/cmd/<name> becomes the image built from it. */
 export function koResolve(text: string, images: Record<string, string>): string {
-  return text.replace(/ko:\/\/knative\.dev\/serving\/cmd\/([a-z0-9-]+)/g, (ref, name: string) => {
-    const image = images[name];
-    if (!image) throw new ClusterStartError(`knative-serving pods: no image built for ${ref}`);
-    return image;
-  });
+  return koResolveModule(text, 'knative.dev/serving', images);
 }
 
 function source(paths: string[], images: Record<string, string>, overrides: Record<string, Record<string, string>>): string {
-  const docs: string[] = [];
-  for (const file of paths.flatMap(yamlFiles)) {
-    for (const m of parseManifests(koResolve(readFileSync(file, 'utf8'), images))) {
-      const name = m.metadata?.name ?? '';
-      if (m.kind === 'ConfigMap' && overrides[name]) {
-        const cm = m as typeof m & { data?: Record<string, string> };
-        docs.push(JSON.stringify({ ...cm, data: { ...cm.data, ...overrides[name] } }));
-      } else docs.push(JSON.stringify(m));
-    }
-  }
-  return docs.join('\n---\n');
+  return releaseManifests(paths, (text) => koResolve(text, images), overrides);
 }
 
 export async function startKnativeServingPods(
@@ -172,19 +143,7 @@ export async function startKnativeServingPods(
     );
     progress(`Knative's release manifests applied after ${((performance.now() - started) / 1000).toFixed(1)}s`);
 
-    await Promise.all(
-      SERVING_DEPLOYMENTS.map((name) =>
-        waitFor(
-          async () => {
-            const d = await apps.readNamespacedDeployment({ name, namespace: KNATIVE_NAMESPACE });
-            const want = d.spec?.replicas ?? 1;
-            if ((d.status?.availableReplicas ?? 0) >= want && d.status?.observedGeneration === d.metadata?.generation) return true;
-            throw new Error(`${name}: ${d.status?.availableReplicas ?? 0}/${want} available`);
-          },
-          { what: `Deployment ${KNATIVE_NAMESPACE}/${name} available`, timeoutMs: left(), intervalMs: 500 },
-        ),
-      ),
-    );
+    await waitForDeploymentsAvailable(admin, KNATIVE_NAMESPACE, SERVING_DEPLOYMENTS, left());
     // The webhook answers through its Service: a dry-run Service comes back defaulted by it.
     await waitFor(() => webhookDefaults(admin), {
       what: "Knative's webhook (through its Service) to default a dry-run Service",
