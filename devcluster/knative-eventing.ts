@@ -15,12 +15,22 @@
 //   Available and EndpointSlices exist, which is what the reconcilers check; nothing dials them.
 // Not run: Eventing's webhook (Brokers get their class annotation and config, and Triggers their
 // broker label, from createBroker/the gate, as the webhook's defaulting would), sources,
-// sequences, parallels, and the OIDC/TLS features (off by default in config-features).
+// sequences, parallels, and the TLS features (off by default in config-features).
+//
+// Sender identity (`oidc: true`): `authentication-oidc: enabled` in config-features before anything
+// starts, so every Broker, Channel and Trigger gets an audience and an OIDC ServiceAccount, and the
+// ingress, filter and dispatcher check tokens against the apiserver's OIDC discovery. That
+// discovery is read at https://kubernetes.default.svc, through HTTPS_PROXY: the apiserver tunnel
+// (devcluster/apiserver-tunnel.ts, a stand-in for cluster DNS and the `kubernetes` Service). Its
+// keys (jwks_uri) are at https://127.0.0.1:<port>, the apiserver's own address: reached directly by
+// the host processes, and inside the dispatcher's network namespace through a forward of that
+// namespace's 127.0.0.1:<port> to the host (a stand-in for the Service's ClusterIP).
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { type ApiserverTunnel, startApiserverTunnel } from './apiserver-tunnel.ts';
 import { applyManifests } from './apply.ts';
 import { BUILD_SCRIPT, cacheDir, pinnedVersions } from './binaries.ts';
 import type { Cluster } from './control-plane.ts';
@@ -56,6 +66,12 @@ export interface StartKnativeEventingOptions {
   /** Deadline for the whole start; default 90 s. */
   timeoutMs?: number;
   progress?: (line: string) => void;
+  /**
+   * Knative Eventing's sender identity: `authentication-oidc: enabled` in config-features. Brokers
+   * then announce an audience and refuse requests without a valid token; EventPolicies decide who
+   * may send (examples/eventpolicy.yaml). Default off.
+   */
+  oidc?: boolean;
 }
 
 interface EventingArtifacts {
@@ -163,10 +179,12 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
     await applyManifests(admin, source, { namespace: EVENTING_NAMESPACE, timeoutMs: left() });
   }
   await applyManifests(admin, IMC_RECONCILER_BINDING);
+  if (opts.oidc) await enableOidc(admin);
 
   const netns: NetworkNamespace = createNetworkNamespace();
   const servers: Server[] = [];
   let proxy: ServiceProxy | undefined;
+  let tunnel: ApiserverTunnel | undefined;
   const components: Component[] = [];
   let stopping = false;
   const unregisterExitHook = onExit(() => {
@@ -178,6 +196,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
     stopping = true;
     await stopComponents(components, 5000);
     await proxy?.close();
+    await tunnel?.close();
     for (const s of servers) s.close();
     netns.remove();
     unregisterExitHook();
@@ -200,6 +219,15 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
       logFile: join(logsDir, 'service-proxy.log'),
     });
     const [hostProxy, nsProxy] = proxy.urls as [string, string];
+    // HTTPS from Eventing's processes: only the OIDC discovery at kubernetes.default.svc (see the top).
+    if (opts.oidc) {
+      tunnel = await startApiserverTunnel({
+        hosts: ['127.0.0.1', netns.hostIp],
+        apiserver: { host: '127.0.0.1', port: apiPort },
+        logFile: join(logsDir, 'apiserver-tunnel.log'),
+      });
+    }
+    const [hostTunnel, nsTunnel] = tunnel?.urls ?? [hostProxy, nsProxy];
 
     const [controllerKc, ingressKc, filterKc, dispatcherKcLocal] = await Promise.all(
       ['eventing-controller', 'mt-broker-ingress', 'mt-broker-filter', 'imc-dispatcher'].map((sa) =>
@@ -209,7 +237,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
     const dispatcherKc = join(logsDir, 'imc-dispatcher.kubeconfig');
     await retargetKubeconfig(dispatcherKcLocal as string, `https://${netns.hostIp}:${apiPort}`, dispatcherKc);
 
-    const env = (component: string, profilingPort: number, proxyUrl: string): NodeJS.ProcessEnv => ({
+    const env = (component: string, profilingPort: number, proxyUrl: string, httpsProxyUrl: string): NodeJS.ProcessEnv => ({
       PATH: process.env.PATH,
       HOME: logsDir,
       SYSTEM_NAMESPACE: EVENTING_NAMESPACE,
@@ -220,7 +248,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
       METRICS_DOMAIN: 'knative.dev/eventing',
       PROFILING_PORT: String(profilingPort),
       HTTP_PROXY: proxyUrl,
-      HTTPS_PROXY: proxyUrl,
+      HTTPS_PROXY: httpsProxyUrl,
     });
     const specs: ComponentSpec[] = [
       {
@@ -228,7 +256,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
         command: artifacts.controllers,
         args: [`--kubeconfig=${controllerKc}`],
         env: {
-          ...env('controller', profiling[0] as number, hostProxy),
+          ...env('controller', profiling[0] as number, hostProxy, hostTunnel as string),
           NAMESPACE: EVENTING_NAMESPACE,
           // What the InMemoryChannel reconciler writes into the dispatcher Deployment it keeps.
           DISPATCHER_IMAGE: 'dev.local/knative-eventing/imc-dispatcher:v0.50.0',
@@ -239,7 +267,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
         command: artifacts.ingress,
         args: [`--kubeconfig=${ingressKc}`],
         env: {
-          ...env('ingress', profiling[1] as number, hostProxy),
+          ...env('ingress', profiling[1] as number, hostProxy, hostTunnel as string),
           NAMESPACE: EVENTING_NAMESPACE,
           INGRESS_PORT: String(ingressPort),
           INGRESS_PORT_HTTPS: String(ingressTlsPort),
@@ -250,7 +278,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
         command: artifacts.filter,
         args: [`--kubeconfig=${filterKc}`],
         env: {
-          ...env('filter', profiling[2] as number, hostProxy),
+          ...env('filter', profiling[2] as number, hostProxy, hostTunnel as string),
           NAMESPACE: EVENTING_NAMESPACE,
           FILTER_PORT: String(filterPort),
           FILTER_PORT_HTTPS: String(filterTlsPort),
@@ -262,13 +290,22 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
         command: netns.execPrefix[0] as string,
         args: [...netns.execPrefix.slice(1), artifacts.dispatcher, `--kubeconfig=${dispatcherKc}`],
         env: {
-          ...env('dispatcher', profiling[3] as number, nsProxy),
+          ...env('dispatcher', profiling[3] as number, nsProxy, nsTunnel as string),
           NO_PROXY: netns.hostIp,
           MAX_IDLE_CONNS: '1000',
           MAX_IDLE_CONNS_PER_HOST: '1000',
         },
       },
     ];
+    if (opts.oidc) {
+      // The apiserver's jwks_uri (https://127.0.0.1:<port>/...) as seen from inside the namespace.
+      specs.unshift({
+        name: 'netns-apiserver-forward',
+        command: netns.execPrefix[0] as string,
+        args: [...netns.execPrefix.slice(1), process.execPath, '-e', loopbackForwardScript(apiPort, netns.hostIp)],
+        env: { PATH: process.env.PATH },
+      });
+    }
     for (const spec of specs) {
       const c = startComponent(spec, logsDir);
       components.push(c);
@@ -330,6 +367,29 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
     }
     throw err;
   }
+}
+
+/** `authentication-oidc: enabled` in config-features, as an admin turns Eventing's sender identity on. */
+async function enableOidc(admin: KubeConfig): Promise<void> {
+  const res = await kubeRequest(
+    admin,
+    'PATCH',
+    `/api/v1/namespaces/${EVENTING_NAMESPACE}/configmaps/config-features`,
+    { data: { 'authentication-oidc': 'enabled' } },
+    'application/merge-patch+json',
+  );
+  if (res.status !== 200) throw new ClusterStartError(`knative-eventing: cannot enable authentication-oidc: ${JSON.stringify(res.body)}`);
+}
+
+/** A Node one-liner run inside the namespace: 127.0.0.1:<port> there is piped to <hostIp>:<port>. */
+function loopbackForwardScript(port: number, hostIp: string): string {
+  return [
+    "const net = require('node:net');",
+    `net.createServer((c) => { const u = net.connect(${port}, '${hostIp}'); c.pipe(u).pipe(c);`,
+    "u.on('error', () => c.destroy()); c.on('error', () => u.destroy()); })",
+    `.listen(${port}, '127.0.0.1');`,
+    "process.on('SIGTERM', () => process.exit(0));",
+  ].join(' ');
 }
 
 /**
