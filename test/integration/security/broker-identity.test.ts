@@ -106,19 +106,23 @@ function postReply(req: ReceivedRequest, outcome: 'succeeded' | 'progress', toke
   return fetch(new URL('/', env.gate.sinkUrl), { method: 'POST', headers, body: msg.body });
 }
 
+/** A hook `<instance>-<label>` delivering through `broker` (its subscriber is never reached), and held Revisions it matches. */
+async function brokerHookHolding(label: string, broker: string, revisions: string[]): Promise<void> {
+  const hook = `${env.instance}-${label}`;
+  await env.createHook(hook, {
+    match: env.annotationMatch('bident', label),
+    delivery: { transport: 'broker', broker: { name: broker, namespace: env.namespace, subscriber: { uri: 'http://127.0.0.1:9/' } } },
+  });
+  await env.waitUntilStamped(hook, { bident: label });
+  for (const name of revisions) await env.createRevision(name, { annotations: { bident: label } });
+}
+
 const errorOf = async (res: Response) => ((await res.json()) as { error: string }).error;
 
 test.serial(
   'the gate sends to a Broker with its ServiceAccount token for the Broker’s audience, kept across sends; none without an audience',
   async (t) => {
-    const hook = `${env.instance}-bus`;
-    await env.createHook(hook, {
-      match: env.annotationMatch('bident', 'bus'),
-      delivery: { transport: 'broker', broker: { name: BROKER, namespace: env.namespace, subscriber: { uri: 'http://127.0.0.1:9/' } } },
-    });
-    await env.waitUntilStamped(hook, { bident: 'bus' });
-    await env.createRevision('bus-00001', { annotations: { bident: 'bus' } });
-    await env.createRevision('bus-00002', { annotations: { bident: 'bus' } });
+    await brokerHookHolding('bus', BROKER, ['bus-00001', 'bus-00002']);
     const first = (await requestAt(BROKER, 'bus-00001')).hit;
     const second = (await requestAt(BROKER, 'bus-00002')).hit;
     const auth = String(first.headers.authorization ?? '');
@@ -134,13 +138,7 @@ test.serial(
     t.not(elsewhere.status?.authenticated, true, 'not valid for any other audience');
     t.is(second.headers.authorization, auth, 'the same token for the second request (minted once, refreshed at 80% of its life)');
 
-    const plainHook = `${env.instance}-plain`;
-    await env.createHook(plainHook, {
-      match: env.annotationMatch('bident', 'plain'),
-      delivery: { transport: 'broker', broker: { name: PLAIN, namespace: env.namespace, subscriber: { uri: 'http://127.0.0.1:9/' } } },
-    });
-    await env.waitUntilStamped(plainHook, { bident: 'plain' });
-    await env.createRevision('plain-00001', { annotations: { bident: 'plain' } });
+    await brokerHookHolding('plain', PLAIN, ['plain-00001']);
     const plain = (await requestAt(PLAIN, 'plain-00001')).hit;
     t.is(plain.headers.authorization, undefined, 'a Broker that announces no audience gets no token');
   },
