@@ -13,6 +13,7 @@ interface TriggersOptions {
   kubeconfig?: string;
   gateUri?: string;
   gateNamespace: string;
+  replyAudience?: string;
   ownerReferences?: boolean;
 }
 
@@ -48,11 +49,16 @@ export function registerTriggersCommand(program: Command): void {
     .option('--kubeconfig <path>', 'kubeconfig for --from-cluster (default: in-cluster, then $KUBECONFIG)')
     .option('--gate-uri <url>', "where reply Triggers deliver: the gate's sink (default: its in-cluster Service)", absoluteHttpUrl)
     .option('--gate-namespace <ns>', "the gate's namespace, for the default --gate-uri", 'knative-prestart')
+    .option(
+      '--reply-audience <audience>',
+      "the gate's sink audience when it runs with --reply-identity: reply Triggers ask Knative Eventing (authentication-oidc) for a token for it",
+    )
     .option('--owner-references', 'keep the ownerReferences to the hooks (only hooks read from a cluster have uids)')
     .action(async (opts: TriggersOptions, cmd: Command) => {
       const fromFile = (opts.file?.length ?? 0) > 0;
       if (fromFile === Boolean(opts.fromCluster)) cmd.error('error: give either --file or --from-cluster');
-      const gate: Destination = opts.gateUri ? { uri: opts.gateUri } : inClusterGateSubscriber(opts.gateNamespace);
+      const sink: Destination = opts.gateUri ? { uri: opts.gateUri } : inClusterGateSubscriber(opts.gateNamespace);
+      const gate: Destination = opts.replyAudience ? { ...sink, audience: opts.replyAudience } : sink;
       const triggers = desiredTriggers(await loadHooks(opts), gate);
       if (triggers.length === 0) process.stderr.write('knative-prestart: no PrestartHook with transport broker, so no Triggers\n');
       process.stdout.write(printTriggers(triggers, { ownerReferences: opts.ownerReferences === true }));

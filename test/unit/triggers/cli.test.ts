@@ -37,6 +37,15 @@ test('prints the Triggers of the hooks in a file as multi-document YAML', async 
   t.is(expected.length, 3);
 });
 
+test('--reply-audience puts the sink’s audience on the reply Triggers (as a gate with --reply-identity does)', async (t) => {
+  const gate = 'http://gate.example.com:8080/';
+  const run = await cli(['--file', HOOKS_FILE, '--gate-uri', gate, '--reply-audience', 'knative-prestart-gate']);
+  t.is(run.code, 0, run.stderr);
+  const expected = desiredTriggers(hooksFromYaml(readFileSync(HOOKS_FILE, 'utf8')), { uri: gate, audience: 'knative-prestart-gate' });
+  t.deepEqual(yaml.loadAll(run.stdout), expected);
+  t.true(expected.some((tr) => tr.spec.subscriber.audience === 'knative-prestart-gate'));
+});
+
 test('reads the hooks from stdin with --file -', async (t) => {
   const run = await cli(['--file', '-'], readFileSync(HOOKS_FILE, 'utf8'));
   t.is(run.code, 0, run.stderr);
