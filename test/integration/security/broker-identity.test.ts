@@ -20,11 +20,18 @@ import type { ReceivedRequest } from '../../../devcluster/gate/hook-server.ts';
 import { completedFor } from '../../../devcluster/gate/replies.ts';
 import { knativeEventingCrdFiles } from '../../../devcluster/knative.ts';
 import { kubeRequest } from '../../../devcluster/kube-request.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../../devcluster/shared.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { toBinary } from '../../../schemas/index.ts';
 import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
 import { replyTriggerName, requestTriggerName } from '../../../triggers/names.ts';
 import { type FakeIngress, type IngressHit, startFakeIngress } from '../transports/_ingress.ts';
+
+// A control plane of this file's own (devcluster/shared.ts starts one when none is given):
+// test/integration/triggers/triggers.test.ts needs the shared cluster without the Trigger CRD at
+// its start, and this file needs that CRD.
+delete process.env[KUBECONFIG_ENV];
+delete process.env[CLUSTER_DIR_ENV];
 
 const BROKER = 'default';
 const PLAIN = 'plain';
@@ -40,7 +47,7 @@ test.after.always(async () => {
 });
 
 test.before(async () => {
-  // Eventing's Broker and Trigger CRDs (test/integration/triggers/triggers.test.ts installs the same).
+  // Eventing's Broker and Trigger CRDs, on this file's own control plane.
   const cluster = await installedCluster();
   for (const file of await knativeEventingCrdFiles('broker', 'trigger')) await applyManifests(cluster.kubeConfig, file);
   ingress = await startFakeIngress();
