@@ -50,6 +50,8 @@ delete process.env[CLUSTER_DIR_ENV];
 const BROKER = 'default';
 const HOOK_SA = 'db-migrate-hook';
 const STRANGER_SA = 'stranger';
+/** Another hook's identity on the same Broker, with the per-hook policy the example asks for. */
+const OTHER_SA = 'other-hook';
 const BINDING = 'identity-db';
 const examplePolicies = fileURLToPath(new URL('../../examples/eventpolicy.yaml', import.meta.url));
 
@@ -114,7 +116,7 @@ test.before(async () => {
   eventing = await startKnativeEventing(env.cluster, { progress, oidc: true });
   kn = new Knative(env.admin, env.namespace);
   timings.push(`control plane, Knative Serving and Eventing (OIDC) ready: ${since(t0)}`);
-  for (const name of [HOOK_SA, STRANGER_SA]) {
+  for (const name of [HOOK_SA, STRANGER_SA, OTHER_SA]) {
     await env.core.createNamespacedServiceAccount({ namespace: env.namespace, body: { metadata: { name } } });
   }
   await eventing.createBroker(env.namespace, BROKER);
@@ -168,7 +170,21 @@ test.serial(
     t.is(brokerAudience, `eventing.knative.dev/broker/${env.namespace}/${BROKER}`);
     const t0 = performance.now();
     const names = await installExamplePolicies();
-    t.deepEqual(names, ['prestart-requests', 'prestart-replies']);
+    t.deepEqual(names, ['prestart-requests', 'prestart-replies-db-migrate']);
+    // A second hook's policy, as the example says: one per hook, naming the hook in its filter.
+    await applyManifests(
+      env.admin,
+      JSON.stringify({
+        apiVersion: 'eventing.knative.dev/v1alpha1',
+        kind: 'EventPolicy',
+        metadata: { name: 'prestart-replies-other', namespace: env.namespace },
+        spec: {
+          to: [{ ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: BROKER } }],
+          from: [{ sub: `system:serviceaccount:${env.namespace}:${OTHER_SA}` }],
+          filters: [{ exact: { type: 'revision.prestart.completed', prestarthook: 'other' } }],
+        },
+      }),
+    );
     await env.createHook(hookName, {
       match: env.annotationMatch(BINDING, 'yes'),
       identity: { serviceAccount: { namespace: env.namespace, name: HOOK_SA } },
@@ -180,11 +196,15 @@ test.serial(
       async () => {
         const b = await getBroker();
         const applied = (b.status?.policies ?? []).map((p) => p.name).sort();
-        return applied.length === 2 ? b : undefined;
+        return applied.length === 3 ? b : undefined;
       },
-      { timeoutMs: 60_000, what: 'the Broker to list both EventPolicies in status.policies' },
+      { timeoutMs: 60_000, what: 'the Broker to list the three EventPolicies in status.policies' },
     );
-    t.deepEqual(broker.status?.policies?.map((p) => p.name).sort(), ['prestart-replies', 'prestart-requests']);
+    t.deepEqual(broker.status?.policies?.map((p) => p.name).sort(), [
+      'prestart-replies-db-migrate',
+      'prestart-replies-other',
+      'prestart-requests',
+    ]);
 
     // The stranger's Trigger, made as any editor of the namespace can (the webhook would add the label).
     await applyManifests(
@@ -224,10 +244,19 @@ interface TriggerLike {
   status?: { conditions?: { type: string; status: string }[]; auth?: { serviceAccountName?: string } };
 }
 
-function post(url: string, req: ReceivedRequest, token?: string): Promise<Response> {
-  const msg = toBinary(completedFor(req, 'succeeded', { message: 'forged' }));
+function post(url: string, req: ReceivedRequest, token?: string, attributes: Record<string, string> = {}): Promise<Response> {
+  const msg = toBinary({ ...completedFor(req, 'succeeded', { message: 'forged' }), ...attributes });
   const headers: Record<string, string> = { ...msg.headers, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) };
   return fetch(url, { method: 'POST', headers, body: msg.body });
+}
+
+/** Replies the gate's HTTP sink refused before the state (its own counter). */
+async function invalidReplies(): Promise<number> {
+  const text = await env.gate.metrics.registry.getSingleMetricAsString('prestart_gate_replies_total');
+  return text
+    .split('\n')
+    .filter((l) => l.includes('transport="http"') && l.includes('result="invalid"'))
+    .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
 }
 
 test.serial(
@@ -260,6 +289,19 @@ test.serial(
     const strangerAtSink = await post(sinkUrl, harvested, await tokenOf(STRANGER_SA, DEFAULT_SINK_AUDIENCE));
     t.is(strangerAtSink.status, 403);
     t.regex(((await strangerAtSink.json()) as { error: string }).error, /stranger's; hook .* replies as /);
+
+    // Another hook's identity, allowed on the Broker for its own hook only: the reply as harvested
+    // names db-migrate and the Broker refuses it; renamed to its own hook, the Broker takes it and
+    // the gate refuses it (the signed replyid names db-migrate).
+    const otherToken = await tokenOf(OTHER_SA, brokerAudience);
+    const otherAsDbMigrate = await post(ingress, harvested, otherToken);
+    t.is(otherAsDbMigrate.status, 403, 'the per-hook policy: another hook’s identity may not name db-migrate');
+    const refusedBefore = await invalidReplies();
+    await post(ingress, harvested, otherToken, { prestarthook: 'other' });
+    await waitFor(async () => (await invalidReplies()) > refusedBefore, {
+      timeoutMs: 30_000,
+      what: 'the gate to refuse the relabelled reply the Broker delivered',
+    });
 
     const after = await env.getRun('ident-00001');
     t.is(after?.metadata?.resourceVersion, before.metadata?.resourceVersion, 'no refused reply touched the run');
