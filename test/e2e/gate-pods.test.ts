@@ -11,78 +11,42 @@
 // and its pod answers through the activator with the binding in its environment.
 // Needs: root, `build-binaries.sh node knative-serving-images`, `npm run image`.
 
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import test from 'ava';
-import { cacheDir, controlPlaneBinaries } from '../../devcluster/binaries.ts';
-import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
-import { startIngressStandIn } from '../../devcluster/knative-client.ts';
-import { type KnativeServingPods, startKnativeServingPods } from '../../devcluster/knative-serving-pods.ts';
 import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { type RealNode, realNodeUnavailable, startNode } from '../../devcluster/node.ts';
 import { waitFor } from '../../devcluster/wait.ts';
+import {
+  createDbCredentialsHook,
+  GATE_NS,
+  type GatePodsEnv,
+  type Installed,
+  installRelease,
+  installSecretHook,
+  removeRelease,
+  startGatePodsEnv,
+} from './_gate-pods-setup.ts';
 
-const run = promisify(execFile);
 const NS = 'gate-pods-e2e';
-const GATE_NS = 'knative-prestart';
-let cluster: Cluster | undefined;
-let node: RealNode | undefined;
-let serving: KnativeServingPods | undefined;
-let ingress: { stop(): void } | undefined;
-let releaseDir: string | undefined;
+let env: GatePodsEnv | undefined;
+let installed: Installed | undefined;
 const say = (line: string) => process.stdout.write(`gate-pods: ${line}\n`);
 
 test.before(async () => {
-  const unavailable = realNodeUnavailable();
-  if (unavailable) throw new Error(unavailable);
-  const imageInfo = join(cacheDir(), 'images', 'knative-prestart-0.1.0.json');
-  if (!existsSync(imageInfo)) throw new Error(`no image built (${imageInfo} missing): run npm run image`);
-  cluster = await startCluster({ nodes: 0, progress: say });
-  node = await startNode(cluster, { taint: false, progress: say });
-  serving = await startKnativeServingPods(cluster, node, { progress: say });
-  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  ingress = startIngressStandIn(cluster.kubeConfig, NS);
+  env = await startGatePodsEnv({ progress: say });
+  await env.createNamespace(NS);
 });
 
 test.after.always(async () => {
-  ingress?.stop();
-  if (cluster) {
-    await kubeRequest(
-      cluster.kubeConfig,
-      'DELETE',
-      '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/knative-prestart',
-    ).catch(() => undefined);
-  }
-  await serving?.stop();
-  await node?.stop();
-  await cluster?.stop();
-  if (releaseDir) rmSync(releaseDir, { recursive: true, force: true });
+  await env?.stop();
+  removeRelease(installed);
 });
 
 test.serial('the release installs the gate as two pods on the real node; a Knative Service no hook matches becomes Ready', async (t) => {
-  if (!cluster || !node) return t.fail('no cluster');
-  const info = JSON.parse(readFileSync(join(cacheDir(), 'images', 'knative-prestart-0.1.0.json'), 'utf8')) as {
-    reference: string;
-    archive: string;
-    digest: string;
-  };
-  const t0 = performance.now();
-  await node.importImages([{ archive: info.archive, ref: info.reference, digest: info.digest }]);
-  releaseDir = mkdtempSync(join(tmpdir(), 'knative-prestart-release-'));
-  await run(process.execPath, ['--import', 'tsx', 'release/build.ts', '--out', releaseDir], { timeout: 60_000 });
-  const kubectl = controlPlaneBinaries().kubectl;
-  const kc = ['--kubeconfig', cluster.kubeconfigPath];
-  await run(kubectl, [...kc, 'apply', '--server-side', '-f', join(releaseDir, 'knative-prestart.yaml')], { timeout: 60_000 });
-  await run(kubectl, [...kc, '-n', GATE_NS, 'rollout', 'status', 'deployment/knative-prestart-gate', '--timeout=150s'], {
-    timeout: 160_000,
-  });
-  const installed = (performance.now() - t0) / 1000;
-  say(`gate installed and rolled out ${installed.toFixed(1)}s after the image import started`);
+  if (!env) return t.fail('no cluster');
+  const { cluster, node } = env;
+  installed = await installRelease(env);
+  const info = installed.image;
+  say(`gate installed and rolled out ${installed.installSeconds.toFixed(1)}s after the image import started`);
 
   const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   const pods = (await core.listNamespacedPod({ namespace: GATE_NS })).items.filter((p) =>
@@ -135,50 +99,15 @@ test.serial('the release installs the gate as two pods on the real node; a Knati
 test.serial(
   'with the hooks file: a Service bound by the secret hook is held with no pod, then released with its binding, answering through the activator',
   async (t) => {
-    if (!cluster || !node || !releaseDir) return t.fail('no gate installed');
-    const kubectl = controlPlaneBinaries().kubectl;
-    const kc = ['--kubeconfig', cluster.kubeconfigPath];
+    if (!env || !installed) return t.fail('no gate installed');
+    const { cluster, node } = env;
     const t0 = performance.now();
-    await run(kubectl, [...kc, 'apply', '--server-side', '-f', join(releaseDir, 'knative-prestart-hooks.yaml')], { timeout: 60_000 });
-    await run(
-      kubectl,
-      [
-        ...kc,
-        'create',
-        'rolebinding',
-        'prestart-hook-secret',
-        '-n',
-        NS,
-        '--clusterrole=knative-prestart-hook-secret-namespace',
-        '--serviceaccount=knative-prestart:prestart-hook-secret',
-      ],
-      { timeout: 30_000 },
-    );
-    await run(kubectl, [...kc, '-n', GATE_NS, 'rollout', 'status', 'deployment/prestart-hook-secret', '--timeout=120s'], {
-      timeout: 130_000,
-    });
+    await installSecretHook(env, installed, [NS]);
     say(`hooks file applied, the secret hook rolled out in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
 
     const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    await custom.createClusterCustomObject({
-      group: 'prestart.dev',
-      version: 'v1alpha1',
-      plural: 'prestarthooks',
-      body: {
-        apiVersion: 'prestart.dev/v1alpha1',
-        kind: 'PrestartHook',
-        metadata: { name: 'db-credentials' },
-        spec: {
-          match: { annotation: { key: 'prestart.dev/database' } },
-          timeout: '10m',
-          failurePolicy: 'Fail',
-          contributions: { allowed: ['env'] },
-          params: { secretName: '{{service}}-db', requiredKeys: ['uri'], as: 'env', env: { DATABASE_URL: 'uri' } },
-          delivery: { transport: 'http', url: 'http://prestart-hook-secret.knative-prestart.svc/' },
-        },
-      },
-    });
+    await createDbCredentialsHook(env, '{{service}}-db');
     const svcApi = { group: 'serving.knative.dev', version: 'v1', namespace: NS, plural: 'services' };
     const t1 = performance.now();
     await custom.createNamespacedCustomObject({
