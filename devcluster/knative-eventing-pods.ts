@@ -26,10 +26,10 @@ import { applyManifests } from './apply.ts';
 import { cacheDir, pinnedVersions } from './binaries.ts';
 import type { Cluster } from './control-plane.ts';
 import { ClusterStartError } from './errors.ts';
-import { type KoImage, koBuildOutput, koResolve, releaseManifests, waitForDeploymentsAvailable } from './knative-pods.ts';
+import { installOrClean, type KoImage, koBuildOutput, koResolve, releaseManifests, waitForKnativeReady } from './knative-pods.ts';
 import { kubeRequest } from './kube-request.ts';
 import type { RealNode } from './node.ts';
-import { WaitTimeoutError, waitFor } from './wait.ts';
+import { waitFor } from './wait.ts';
 
 export const EVENTING_NAMESPACE = 'knative-eventing';
 /** The `cmd/` paths build-binaries.sh knative-eventing-images builds (its KNATIVE_EVENTING_IMAGES). */
@@ -193,23 +193,24 @@ export async function startKnativeEventingPods(
   await node.importImages(release.images);
   progress(`Knative Eventing's images imported into the node after ${elapsed()}s`);
   const steps = installSteps(release.config);
-  try {
-    for (const paths of steps.before) await applyManifests(admin, releaseManifests(paths, resolve), { timeoutMs: left() });
-    await applyManifests(admin, releaseManifests(steps.webhooks, resolve), { timeoutMs: left() });
-    progress(`Knative Eventing's release manifests applied after ${elapsed()}s`);
-    await waitForDeploymentsAvailable(admin, EVENTING_NAMESPACE, EVENTING_DEPLOYMENTS, left());
-    await waitFor(() => webhookDefaultsBroker(admin), {
-      what: "Knative Eventing's webhook (through its Service) to default a dry-run Broker",
-      timeoutMs: left(),
-      intervalMs: 500,
-    });
-  } catch (err) {
-    await deleteWebhookConfigurations(admin);
-    if (err instanceof WaitTimeoutError) {
-      throw new ClusterStartError(`knative-eventing pods: ${err.message} (pod logs: ${node.dir}/pod-logs)`);
-    }
-    throw err;
-  }
+  await installOrClean(
+    'knative-eventing',
+    node,
+    () => deleteWebhookConfigurations(admin),
+    async () => {
+      for (const paths of steps.before) await applyManifests(admin, releaseManifests(paths, resolve), { timeoutMs: left() });
+      await applyManifests(admin, releaseManifests(steps.webhooks, resolve), { timeoutMs: left() });
+      progress(`Knative Eventing's release manifests applied after ${elapsed()}s`);
+      const check = () => webhookDefaultsBroker(admin);
+      await waitForKnativeReady(
+        admin,
+        EVENTING_NAMESPACE,
+        EVENTING_DEPLOYMENTS,
+        { what: "Knative Eventing's webhook (through its Service) to default a dry-run Broker", check },
+        left,
+      );
+    },
+  );
   const startSeconds = (performance.now() - started) / 1000;
   progress(`Knative Eventing (pods) ready after ${startSeconds.toFixed(1)}s`);
   let stopped: Promise<void> | undefined;

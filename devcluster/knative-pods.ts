@@ -9,7 +9,8 @@ import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { parseManifests } from './apply.ts';
 import { BUILD_SCRIPT } from './binaries.ts';
 import { ClusterStartError } from './errors.ts';
-import { waitFor } from './wait.ts';
+import type { RealNode } from './node.ts';
+import { WaitTimeoutError, waitFor } from './wait.ts';
 
 /** One image build-binaries.sh made: `name` is its `cmd/` path under the module (e.g. broker/filter). */
 export interface KoImage {
@@ -106,4 +107,35 @@ export async function waitForDeploymentsAvailable(
       ),
     ),
   );
+}
+
+/**
+ * Runs a component's install: on failure its webhook configurations go (they fail closed, and
+ * nothing would answer them), and a wait that timed out says where the pods' logs are.
+ */
+export async function installOrClean(
+  component: string,
+  node: RealNode,
+  cleanup: () => Promise<void>,
+  install: () => Promise<void>,
+): Promise<void> {
+  try {
+    await install();
+  } catch (err) {
+    await cleanup();
+    if (err instanceof WaitTimeoutError) throw new ClusterStartError(`${component} pods: ${err.message} (pod logs: ${node.dir}/pod-logs)`);
+    throw err;
+  }
+}
+
+/** Every Deployment available, then the component's webhook answering through its Service (`probe` true). */
+export async function waitForKnativeReady(
+  kc: KubeConfig,
+  namespace: string,
+  deployments: readonly string[],
+  probe: { what: string; check: () => Promise<boolean> },
+  left: () => number,
+): Promise<void> {
+  await waitForDeploymentsAvailable(kc, namespace, deployments, left());
+  await waitFor(probe.check, { what: probe.what, timeoutMs: left(), intervalMs: 500 });
 }

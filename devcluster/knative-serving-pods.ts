@@ -28,15 +28,15 @@ import { cacheDir, pinnedVersions } from './binaries.ts';
 import type { Cluster } from './control-plane.ts';
 import { ClusterStartError } from './errors.ts';
 import {
+  installOrClean,
   type KoImage,
   koBuildOutput,
   koResolve as koResolveModule,
   releaseManifests,
-  waitForDeploymentsAvailable,
+  waitForKnativeReady,
 } from './knative-pods.ts';
 import { deleteWebhookConfigurations, webhookDefaults } from './knative-serving.ts';
 import type { RealNode } from './node.ts';
-import { WaitTimeoutError, waitFor } from './wait.ts';
 
 export const KNATIVE_NAMESPACE = 'knative-serving';
 export const SERVING_IMAGES = ['controller', 'webhook', 'activator', 'autoscaler', 'queue'] as const;
@@ -130,33 +130,34 @@ export async function startKnativeServingPods(
     [join(core, '300-knativecertificate.yaml'), join(core, 'configmaps'), join(release.config, 'networking', 'config-network.yaml')],
     [join(core, 'webhooks', 'secret.yaml'), join(core, 'deployments'), join(core, '999-cache.yaml')],
   ];
-  try {
-    for (const paths of steps) await applyManifests(admin, source(paths, images, overrides), { timeoutMs: left() });
-    await applyManifests(
-      admin,
-      source(
-        ['defaulting.yaml', 'resource-validation.yaml', 'configmap-validation.yaml'].map((f) => join(core, 'webhooks', f)),
-        images,
-        overrides,
-      ),
-      { timeoutMs: left() },
-    );
-    progress(`Knative's release manifests applied after ${((performance.now() - started) / 1000).toFixed(1)}s`);
+  await installOrClean(
+    'knative-serving',
+    node,
+    () => deleteWebhookConfigurations(admin),
+    async () => {
+      for (const paths of steps) await applyManifests(admin, source(paths, images, overrides), { timeoutMs: left() });
+      await applyManifests(
+        admin,
+        source(
+          ['defaulting.yaml', 'resource-validation.yaml', 'configmap-validation.yaml'].map((f) => join(core, 'webhooks', f)),
+          images,
+          overrides,
+        ),
+        { timeoutMs: left() },
+      );
+      progress(`Knative's release manifests applied after ${((performance.now() - started) / 1000).toFixed(1)}s`);
 
-    await waitForDeploymentsAvailable(admin, KNATIVE_NAMESPACE, SERVING_DEPLOYMENTS, left());
-    // The webhook answers through its Service: a dry-run Service comes back defaulted by it.
-    await waitFor(() => webhookDefaults(admin), {
-      what: "Knative's webhook (through its Service) to default a dry-run Service",
-      timeoutMs: left(),
-      intervalMs: 500,
-    });
-  } catch (err) {
-    await deleteWebhookConfigurations(admin);
-    if (err instanceof WaitTimeoutError) {
-      throw new ClusterStartError(`knative-serving pods: ${err.message} (pod logs: ${node.dir}/pod-logs)`);
-    }
-    throw err;
-  }
+      // The webhook answers through its Service: a dry-run Service comes back defaulted by it.
+      const check = () => webhookDefaults(admin);
+      await waitForKnativeReady(
+        admin,
+        KNATIVE_NAMESPACE,
+        SERVING_DEPLOYMENTS,
+        { what: "Knative's webhook (through its Service) to default a dry-run Service", check },
+        left,
+      );
+    },
+  );
   const startSeconds = (performance.now() - started) / 1000;
   progress(`Knative Serving (pods) ready after ${startSeconds.toFixed(1)}s`);
   let stopped: Promise<void> | undefined;
