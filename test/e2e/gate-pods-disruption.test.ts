@@ -1,26 +1,29 @@
 // The gate as real pods (installed from the release, as test/e2e/gate-pods.test.ts does) through
-// the disruptions a cluster puts it through, each during a burst of 100 Revision creations:
-//   1. `kubectl rollout restart deployment/knative-prestart-gate`;
+// what a cluster puts it through. The tests run in order, on one cluster:
+//   0. the upgrade from the previous release (PREVIOUS_RELEASE of test/integration/install/_previous.ts,
+//      built as an image by _previous-image.ts) to this one, as the README's Upgrade section says,
+//      with Revisions held mid-flight: still held after it, each run carrying on with the request
+//      the previous release made, released once their hook answers;
+//   1. `kubectl rollout restart deployment/knative-prestart-gate`,
 //   2. an eviction of one gate pod through the Eviction API (a node drain's way): the
 //      PodDisruptionBudget lets the first through and refuses a second one (429) while the first
-//      pod's replacement is not Ready;
-//   3. a gate pod (the leader) deleted with `--force --grace-period=0`.
-// Before them, the upgrade from the previous release (PREVIOUS_RELEASE of
-// test/integration/install/_previous.ts, built as an image by _previous-image.ts) to this one, as
-// the README's Upgrade section says, with Revisions held mid-flight; after them,
-// `knative-prestart uninstall --release-held`, as its Uninstall section says.
+//      pod's replacement is not Ready,
+//   3. the leader's pod deleted with `--force --grace-period=0`,
+//      each during a burst of 100 Revision creations;
+//   4. `knative-prestart uninstall --release-held`, as the README's Uninstall section says.
 //
-// What a user checks after each burst: no create refused (3: only those in flight to the killed
+// What a user checks after each burst: no create refused (3: only those in flight to the deleted
 // pod, counted and printed, each retried by the creator), every Revision held at its create,
 // released exactly once, never before its hook answered, and none lost.
 //
 // Affordable on 2 cores: the Revisions are created directly, as Knative's Configuration reconciler
-// would create them (bar the Configuration label, which needs a real owner; so the test is the creator and retries a refused create itself, as that
-// reconciler does), with `autoscaling.knative.dev/initial-scale: "0"` (config-autoscaler
-// `allow-zero-initial-scale: "true"`): Knative's real reconcilers create each released one's
-// Deployment at zero replicas, and no pod of them starts. The hook is the release's built-in secret
-// hook as a pod; the test creates a Revision's Secret only once the hook reported, in the
-// PrestartRun, that it waits for it (_revision-burst.ts).
+// would create them (bar the Configuration label, which needs a real owner). So the test is the
+// creator, and retries a refused create itself, as that reconciler does. They carry
+// `autoscaling.knative.dev/initial-scale: "0"` (config-autoscaler `allow-zero-initial-scale:
+// "true"`): Knative's real reconcilers create each released one's Deployment at zero replicas, and
+// no pod of them starts. The hook is the release's built-in secret hook as a pod; the test creates
+// a Revision's Secret only once the hook reported, in the PrestartRun, that it waits for it
+// (_revision-burst.ts).
 // Stand-in: Ingress status only (no networking layer; nothing here goes through an Ingress).
 // Needs: root, `build-binaries.sh node knative-serving-images`, `npm run image`.
 import { execFile } from 'node:child_process';
@@ -217,6 +220,7 @@ async function burstChecked(
       (r) => r.items,
       () => listRuns(),
     );
+    say(`${namespace}: every PrestartRun Released ${seconds(Date.now() - allReleasedAt)} after the last hold was seen lifted`);
     const unfinished = runs.filter((r) => {
       const hook = r.status?.hooks?.[0];
       return (
@@ -269,6 +273,12 @@ test.serial(
         intervalMs: 250,
       });
       const oldPods = (await gatePods()).map((p) => p.metadata?.name ?? '');
+      // The request each run of the previous release made: after the upgrade the run carries on with it.
+      const requestOf = async (name: string) => {
+        const r = (await api().custom.getNamespacedCustomObject({ ...RUNS, namespace: ns, name })) as RunObject;
+        return { uid: r.metadata?.uid, attempt: r.status?.hooks?.[0]?.attempt, requestedAt: r.status?.hooks?.[0]?.requestedAt };
+      };
+      const requested = await Promise.all(before.map(requestOf));
 
       const t0 = Date.now();
       await env.kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${installed.releaseDir}/knative-prestart.yaml`]);
@@ -301,6 +311,11 @@ test.serial(
         all.filter((n) => tracker.seen.get(n)?.releases !== 1),
         [],
         'each released exactly once',
+      );
+      t.deepEqual(
+        await Promise.all(before.map(requestOf)),
+        requested,
+        'each run of the previous release carried on: same run, attempt and request',
       );
     } finally {
       tracker.stop();
