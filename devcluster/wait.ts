@@ -27,7 +27,7 @@ function describe(value: unknown): string {
 }
 
 /**
- * Polls `fn` until it returns something other than undefined, null or false, and returns that.
+ * Polls `fn` until it returns something other than undefined, null, false or an empty array, and returns that.
  * A throw counts as "not yet". On timeout it throws one line that names what never happened
  * and what the last try saw, instead of a test that hangs or a bare "timeout".
  */
@@ -46,9 +46,9 @@ export async function waitFor<T>(fn: () => T | Promise<T>, opts: WaitForOptions)
     } catch (error) {
       failed = { error };
     }
-    // An empty array is truthy: a wait for "the events that match" would end before any matched.
-    if (Array.isArray(value)) throw new TypeError(`waitFor(${opts.what}): return an item or a boolean, not an array`);
-    if (value !== undefined && value !== null && value !== false) return value as Exclude<T, undefined | null | false>;
+    // An empty array counts as "not yet": a wait for "the events that match" must not end before one does.
+    const empty = Array.isArray(value) && value.length === 0;
+    if (value !== undefined && value !== null && value !== false && !empty) return value as Exclude<T, undefined | null | false>;
     last = failed ?? { value };
     const left = deadline - Date.now();
     if (left <= 0) {
