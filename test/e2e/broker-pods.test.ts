@@ -1,7 +1,7 @@
 // The Broker road with everything as pods on the real node: Knative Serving and Knative Eventing
 // from their release manifests (devcluster/knative-serving-pods.ts, knative-eventing-pods.ts: MT
 // channel-based Broker over the InMemoryChannel, found by cluster DNS, no DNS stand-in, no network
-// namespace of ours), knative-prestart installed from its release (test/support/gate-release.ts),
+// namespace of ours), knative-prestart installed from its release (test/e2e/_gate-pods-setup.ts),
 // and the example hook (examples/typescript-binding-hook) deployed as a Knative Service from
 // examples/typescript-binding-hook/knative/service.yaml, its image built by build-image.sh there.
 //
@@ -12,8 +12,9 @@
 // Service through the Broker and the Trigger the gate made; the hook's progress and outcome come
 // back through the Broker (its K_SINK) and the gate's reply Trigger; the gate releases; the app's
 // pod answers through the activator with the Secret the hook made in its environment.
-// Then the hazard that namespace avoids: the same hook Service deployed in a tenant namespace the
-// hook matches is held waiting for a hook that cannot run (its only serving copy is itself).
+// Then the hazard that namespace avoids: the same hook Service deployed in a tenant namespace, as
+// the subscriber of a PrestartHook matching its own Revisions, is held waiting for a hook that
+// cannot run (its only copy is the held Revision itself).
 //
 // Stand-ins: no networking layer runs. devcluster/ingress-route-stand-in.ts marks Ingresses Ready
 // with the cluster-local name of the one Revision they route to, so the Trigger's delivery to the
