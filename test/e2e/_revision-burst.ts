@@ -2,8 +2,9 @@
 // every create was admitted (or refused, and by whom), every Revision was held, its hook asked,
 // and it was released exactly once, after its hook answered.
 //
-// The creator here is the test: it creates the Revisions directly, as Knative's Configuration
-// reconciler would (its labels), so it retries a refused create itself, as that reconciler does.
+// The creator here is the test: it creates the Revisions directly, in place of Knative's
+// Configuration reconciler, so it retries a refused create itself, as that reconciler does (its
+// work queue requeues with a backoff from 5 ms, doubling).
 // The hook is the release's built-in secret hook (a pod): it answers once the Secret it waits for
 // exists, and the test creates each Secret only after the hook said, through the PrestartRun, that
 // it is waiting for it. So "released before its hook answered" is seen from outside the gate: a
@@ -73,6 +74,7 @@ export async function burst(o: BurstOptions): Promise<BurstResult> {
       if (res.status === 409) return;
       refused.push({ name, at: Date.now(), status: res.status, message: statusMessage(res).slice(0, 300) });
       if (attempt >= MAX_ATTEMPTS) throw new Error(`${name}: refused ${attempt} times, last: ${statusMessage(res)}`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** (attempt - 1), 2000)));
     }
   };
   const client = async () => {
