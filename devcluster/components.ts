@@ -46,6 +46,9 @@ export const CONTROLLERS = [
   'endpointslice-mirroring-controller',
   'node-lifecycle-controller',
   'pod-garbage-collector-controller',
+  // A PodDisruptionBudget counts only once this controller computes its status; until then the
+  // Eviction API refuses every eviction (the gate's release ships a PDB).
+  'disruption-controller',
   'clusterrole-aggregation-controller',
   'validatingadmissionpolicy-status-controller',
 ];

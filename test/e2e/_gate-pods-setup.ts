@@ -18,7 +18,6 @@ import { startIngressStandIn } from '../../devcluster/knative-client.ts';
 import { type KnativeServingPods, startKnativeServingPods } from '../../devcluster/knative-serving-pods.ts';
 import { kubeRequest } from '../../devcluster/kube-request.ts';
 import { type RealNode, realNodeUnavailable, startNode } from '../../devcluster/node.ts';
-import { startComponent, stopComponents } from '../../devcluster/processes.ts';
 
 const run = promisify(execFile);
 export const GATE_NS = 'knative-prestart';
@@ -68,25 +67,6 @@ export async function startGatePodsEnv(opts: {
   try {
     const cluster = await startCluster({ nodes: 0, progress: opts.progress });
     stops.push(() => cluster.stop());
-    // The release's PodDisruptionBudget counts only once Kubernetes' disruption controller
-    // computes its status (until then every eviction is refused), and the devcluster's
-    // kube-controller-manager does not run it (devcluster/components.ts CONTROLLERS): a second
-    // one runs only that controller, as knative-serving.ts does for the HPA controller.
-    const disruption = startComponent(
-      {
-        name: 'kube-controller-manager-disruption',
-        command: controlPlaneBinaries().kubeControllerManager,
-        args: [
-          `--kubeconfig=${await cluster.mintUserKubeconfig('system:kube-controller-manager')}`,
-          '--controllers=disruption-controller',
-          '--use-service-account-credentials=true',
-          '--leader-elect=false',
-          '--secure-port=0',
-        ],
-      },
-      cluster.dir,
-    );
-    stops.push(() => stopComponents([disruption], 5000));
     const node = await startNode(cluster, { taint: false, progress: opts.progress });
     stops.push(() => node.stop());
     const serving: KnativeServingPods = await startKnativeServingPods(cluster, node, {
