@@ -342,7 +342,7 @@ export async function startNode(cluster: Cluster, opts: StartNodeOptions = {}): 
         stopped ??= (async () => {
           // Let the kubelet take its pods down (CNI DEL, sandboxes stopped) while it still can;
           // whatever is left after that is killed and unmounted by teardownHost.
-          await drainPods(core, name, cd).catch(() => undefined);
+          await drainPods(core, name, cd, binaries.images.pause).catch(() => undefined);
           stopping = true;
           const kubeletFirst = [...components].sort((a, b) => Number(b.name === 'kubelet') - Number(a.name === 'kubelet'));
           await stopComponents(
@@ -393,19 +393,36 @@ function startReaper(): void {
   reaperPipes.push(reaper.stdin);
 }
 
-/** Cordons the node, deletes its pods and waits (bounded) until containerd runs no task. */
-async function drainPods(core: CoreV1Api, name: string, cd: ReturnType<typeof containerdLayout>): Promise<void> {
+/**
+ * Cordons the node, deletes its pods (1 s grace) and waits (bounded) until containerd runs no
+ * container but the pods' sandboxes, which the kubelet leaves to its own garbage collection:
+ * teardownHost kills those and cleans their network.
+ */
+async function drainPods(core: CoreV1Api, name: string, cd: ReturnType<typeof containerdLayout>, pauseImage: string): Promise<void> {
   const n = await core.readNode({ name });
   n.spec = { ...n.spec, unschedulable: true };
   await core.replaceNode({ name, body: n });
   const pods = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` });
   await Promise.allSettled(
     pods.items.map((p) =>
-      core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: p.metadata?.namespace ?? '', gracePeriodSeconds: 0 }),
+      // 1, not 0: a forced deletion (0) removes the object at once and the kubelet then stops the
+      // containers with the pod's own grace period (Knative's activator: 600 s).
+      core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: p.metadata?.namespace ?? '', gracePeriodSeconds: 1 }),
     ),
   );
-  await waitFor(async () => (await ctr(cd, 'tasks', 'list', '--quiet')).trim() === '', {
-    what: 'pods of the real node stopped',
-    timeoutMs: 20_000,
-  });
+  await waitFor(
+    async () => {
+      const running = new Set(lines(await ctr(cd, 'tasks', 'list', '--quiet')));
+      const containers = lines(await ctr(cd, 'containers', 'list')).slice(1);
+      return containers.every((c) => {
+        const [id, image] = c.split(/\s+/);
+        return !running.has(id ?? '') || image === pauseImage;
+      });
+    },
+    // Short: Knative's activator and webhook outlive even a 1 s deletion grace here (seen: over
+    // 20 s), and teardownHost kills what is left as surely; a longer wait only slowed every stop.
+    { what: "pods' containers of the real node stopped", timeoutMs: 5_000 },
+  );
 }
+
+const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
