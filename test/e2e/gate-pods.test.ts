@@ -6,13 +6,17 @@
 // called through its Service (registered by Service reference), and a Knative Service that no
 // PrestartHook matches becomes Ready with the gate in the admission path. Then the hooks file
 // (`kubectl apply --server-side -f knative-prestart-hooks.yaml`, the README's RoleBinding for the
-// secret hook): a Service whose template carries the hook's annotation is held (its PrestartRun
-// says the hook waits for the Secret; no pod of it exists), is released once the Secret exists,
-// and its pod answers through the activator with the binding in its environment.
-// Needs: root, `build-binaries.sh node knative-serving-images`, `npm run image`.
+// secret hook): the seed's flow with the real kn, `kn service create bound --annotation
+// prestart.dev/database=orders`: the Service is held (its PrestartRun says the hook waits for the
+// Secret; no pod of it exists), kn returns once the Secret exists and the Revision is released and
+// Ready, and `curl` through the activator gets the app's answer with the binding in its environment.
+// Needs: root, `build-binaries.sh node knative-serving-images kn`, `npm run image`, curl.
 
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import test from 'ava';
+import { knBinary } from '../../devcluster/kn.ts';
 import { kubeRequest } from '../../devcluster/kube-request.ts';
 import { waitFor } from '../../devcluster/wait.ts';
 import {
@@ -27,6 +31,21 @@ import {
 } from './_gate-pods-setup.ts';
 
 const NS = 'gate-pods-e2e';
+const run = promisify(execFile);
+
+/** The real kn, started now; resolves when it exits, with what it printed. */
+function runKn(args: string[], kubeconfig: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(knBinary(), [...args, '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString('utf8');
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString('utf8');
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
 let env: GatePodsEnv | undefined;
 let installed: Installed | undefined;
 const say = (line: string) => process.stdout.write(`gate-pods: ${line}\n`);
@@ -110,20 +129,24 @@ test.serial(
     await createDbCredentialsHook(env, '{{service}}-db');
     const svcApi = { group: 'serving.knative.dev', version: 'v1', namespace: NS, plural: 'services' };
     const t1 = performance.now();
-    await custom.createNamespacedCustomObject({
-      ...svcApi,
-      body: {
-        apiVersion: 'serving.knative.dev/v1',
-        kind: 'Service',
-        metadata: { name: 'bound' },
-        spec: {
-          template: {
-            metadata: { annotations: { 'prestart.dev/database': 'orders' } },
-            spec: { containers: [{ image: node.images.testApp }] },
-          },
-        },
-      },
-    });
+    // The seed's flow, typed as a user types it: kn waits until the Service is Ready, which it is
+    // only once the hook released its Revision.
+    const kn = runKn(
+      [
+        'service',
+        'create',
+        'bound',
+        '-n',
+        NS,
+        '--image',
+        node.images.testApp,
+        '--annotation',
+        'prestart.dev/database=orders',
+        '--wait-timeout',
+        '240',
+      ],
+      cluster.kubeconfigPath,
+    );
     // Held: the Revision exists, its hook waits for the Secret, and no pod of it runs.
     const held = await waitFor(
       async () => {
@@ -150,28 +173,35 @@ test.serial(
       namespace: NS,
       body: { metadata: { name: 'bound-db' }, stringData: { uri: 'postgres://orders.example/db' } },
     });
-    const ready = await waitFor(
-      async () => {
-        const s = (await custom.getNamespacedCustomObject({ ...svcApi, name: 'bound' })) as {
-          status?: { conditions?: { type: string; status: string; message?: string }[]; latestReadyRevisionName?: string };
-        };
-        const r = s.status?.conditions?.find((c) => c.type === 'Ready');
-        if (r?.status === 'True') return s;
-        throw new Error(`Ready ${r?.status ?? 'absent'}: ${r?.message ?? ''}`);
-      },
-      { what: 'Service bound Ready after its Secret exists', timeoutMs: 120_000, intervalMs: 250 },
-    );
+    const knDone = await kn;
+    t.is(knDone.code, 0, `kn service create: ${knDone.stdout}${knDone.stderr}`);
+    t.regex(knDone.stdout, /Service 'bound' created to latest revision 'bound-\S+' is available at URL:/);
     say(
-      `released and Ready ${((performance.now() - t2) / 1000).toFixed(1)}s after the Secret was created (${((performance.now() - t1) / 1000).toFixed(1)}s after the Service)`,
+      `kn service create returned (Service Ready) ${((performance.now() - t2) / 1000).toFixed(1)}s after the Secret was created (${((performance.now() - t1) / 1000).toFixed(1)}s after kn started)`,
     );
+    const ready = (await custom.getNamespacedCustomObject({ ...svcApi, name: 'bound' })) as {
+      status?: { latestReadyRevisionName?: string };
+    };
     const rev = ready.status?.latestReadyRevisionName ?? '';
     const activator = await core.readNamespacedService({ name: 'activator-service', namespace: 'knative-serving' });
-    const res = await fetch(`http://${activator.spec?.clusterIP}:80/bound`, {
-      headers: { 'Knative-Serving-Revision': rev, 'Knative-Serving-Namespace': NS },
-      signal: AbortSignal.timeout(60_000),
-    });
-    t.is(res.status, 200);
-    const answer = (await res.json()) as { env: Record<string, string> };
+    // curl, as a user would, through the activator (no networking layer runs: the headers are
+    // what an Ingress would add for the Revision).
+    const { stdout } = await run(
+      'curl',
+      [
+        '-sS',
+        '--fail',
+        '--max-time',
+        '60',
+        '-H',
+        `Knative-Serving-Revision: ${rev}`,
+        '-H',
+        `Knative-Serving-Namespace: ${NS}`,
+        `http://${activator.spec?.clusterIP}:80/bound`,
+      ],
+      { timeout: 70_000 },
+    );
+    const answer = JSON.parse(stdout) as { env: Record<string, string> };
     t.is(answer.env.DATABASE_URL, 'postgres://orders.example/db');
     say(`through the activator: DATABASE_URL=${answer.env.DATABASE_URL}`);
   },
