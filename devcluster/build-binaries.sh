@@ -342,42 +342,55 @@ build_node_images() {
 KNATIVE_SERVING_IMAGES="controller webhook activator autoscaler queue"
 build_knative_serving_images() {
   local version="$KNATIVE_SERVING_VERSION"
-  local out="$cache/bin/knative-serving-$version/images"
   local dir="$work/knative-serving-$version"
   command -v buildah >/dev/null 2>&1 || die "knative-serving images: buildah is not installed (scripts/system-deps.sh installs it)"
   [ -f "$dir/tools.go" ] || build_knative_serving
+  # shellcheck disable=SC2086 # a list of names
+  build_ko_images knative.dev/serving serving "$version" "$dir" "$cache/bin/knative-serving-$version/images" $KNATIVE_SERVING_IMAGES
+}
+# ko-style images of a Knative repository's mains (ko resolve's result, built here): each
+# <module>/cmd/<cmd> built in <dir> (the work dir of its build, whose module graph and Go build
+# cache are shared), from scratch plus the binary at /ko-app/<last element of cmd>, as uid 65532,
+# named dev.local/knative/<repo>/<cmd>:<version>; the archive <out>/<cmd, / as ->.oci.tar. Only
+# the missing ones are built.
+build_ko_images() {
+  local module="$1" repo="$2" version="$3" dir="$4" out="$5"
+  shift 5
   mkdir -p "$out"
-  local name missing=""
-  for name in $KNATIVE_SERVING_IMAGES; do
-    [ -s "$out/$name.oci.tar" ] && [ "$(cat "$out/$name.ref" 2>/dev/null)" = "dev.local/knative/serving/$name:$version" ] || missing="$missing $name"
+  local cmd file name missing=""
+  for cmd in "$@"; do
+    file="${cmd//\//-}"
+    [ -s "$out/$file.oci.tar" ] && [ "$(cat "$out/$file.ref" 2>/dev/null)" = "dev.local/knative/$repo/$cmd:$version" ] || missing="$missing $cmd"
   done
   [ -n "$missing" ] || return 0
   (
     cd "$dir"
     {
       printf '//go:build tools\npackage tools\n\nimport (\n'
-      for name in $KNATIVE_SERVING_IMAGES; do printf '\t_ "knative.dev/serving/cmd/%s"\n' "$name"; done
+      for cmd in "$@"; do printf '\t_ "%s/cmd/%s"\n' "$module" "$cmd"; done
       printf ')\n'
     } > tools_images.go
     go mod tidy -e >/dev/null 2>&1 || true
     mkdir -p "$dir/images"
-    for name in $missing; do
-      go build -tags tools -trimpath -ldflags "-s -w" -o "$dir/images/$name" "knative.dev/serving/cmd/$name"
+    for cmd in $missing; do
+      go build -tags tools -trimpath -ldflags "-s -w" -o "$dir/images/${cmd//\//-}" "$module/cmd/$cmd"
     done
   )
   local store="$dir/images/storage" ref c
   local -a bah=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
-  for name in $missing; do
-    ref="dev.local/knative/serving/$name:$version"
+  for cmd in $missing; do
+    file="${cmd//\//-}"
+    name="${cmd##*/}"
+    ref="dev.local/knative/$repo/$cmd:$version"
     c="$("${bah[@]}" from --isolation chroot scratch)"
-    "${bah[@]}" copy "$c" "$dir/images/$name" "/ko-app/$name" >/dev/null
+    "${bah[@]}" copy "$c" "$dir/images/$file" "/ko-app/$name" >/dev/null
     "${bah[@]}" config --entrypoint "[\"/ko-app/$name\"]" --cmd '' --user 65532:65532 --env KO_DATA_PATH=/var/run/ko "$c"
-    rm -f "$out/$name.oci.tar.tmp"
-    "${bah[@]}" commit --format oci "$c" "oci-archive:$out/$name.oci.tar.tmp:$ref" >/dev/null
+    rm -f "$out/$file.oci.tar.tmp"
+    "${bah[@]}" commit --format oci "$c" "oci-archive:$out/$file.oci.tar.tmp:$ref" >/dev/null
     "${bah[@]}" rm "$c" >/dev/null
     "${bah[@]}" rmi --all >/dev/null 2>&1 || true
-    mv "$out/$name.oci.tar.tmp" "$out/$name.oci.tar"
-    echo "$ref" > "$out/$name.ref"
+    mv "$out/$file.oci.tar.tmp" "$out/$file.oci.tar"
+    echo "$ref" > "$out/$file.ref"
   done
   rm -rf "$store"
 }
@@ -408,42 +421,8 @@ build_knative_eventing_images() {
     cp "$eventing"/third_party/eventing-integrations-latest/eventing-{integrations,transformations}-images.yaml "$integrations/"
     chmod u+w "$integrations"/*.yaml
   fi
-  local cmd file missing=""
-  for cmd in $KNATIVE_EVENTING_IMAGES; do
-    file="${cmd//\//-}"
-    [ -s "$out/$file.oci.tar" ] && [ "$(cat "$out/$file.ref" 2>/dev/null)" = "dev.local/knative/eventing/$cmd:$version" ] || missing="$missing $cmd"
-  done
-  [ -n "$missing" ] || return 0
-  (
-    cd "$dir"
-    {
-      printf '//go:build tools\npackage tools\n\nimport (\n'
-      for cmd in $KNATIVE_EVENTING_IMAGES; do printf '\t_ "knative.dev/eventing/cmd/%s"\n' "$cmd"; done
-      printf ')\n'
-    } > tools_images.go
-    go mod tidy -e >/dev/null 2>&1 || true
-    mkdir -p "$dir/images"
-    for cmd in $missing; do
-      go build -tags tools -trimpath -ldflags "-s -w" -o "$dir/images/${cmd//\//-}" "knative.dev/eventing/cmd/$cmd"
-    done
-  )
-  local store="$dir/images/storage" ref c name
-  local -a bah=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
-  for cmd in $missing; do
-    file="${cmd//\//-}"
-    name="${cmd##*/}"
-    ref="dev.local/knative/eventing/$cmd:$version"
-    c="$("${bah[@]}" from --isolation chroot scratch)"
-    "${bah[@]}" copy "$c" "$dir/images/$file" "/ko-app/$name" >/dev/null
-    "${bah[@]}" config --entrypoint "[\"/ko-app/$name\"]" --cmd '' --user 65532:65532 --env KO_DATA_PATH=/var/run/ko "$c"
-    rm -f "$out/$file.oci.tar.tmp"
-    "${bah[@]}" commit --format oci "$c" "oci-archive:$out/$file.oci.tar.tmp:$ref" >/dev/null
-    "${bah[@]}" rm "$c" >/dev/null
-    "${bah[@]}" rmi --all >/dev/null 2>&1 || true
-    mv "$out/$file.oci.tar.tmp" "$out/$file.oci.tar"
-    echo "$ref" > "$out/$file.ref"
-  done
-  rm -rf "$store"
+  # shellcheck disable=SC2086 # a list of names
+  build_ko_images knative.dev/eventing eventing "$version" "$dir" "$out" $KNATIVE_EVENTING_IMAGES
 }
 build_node() {
   build_node_kubernetes
