@@ -11,8 +11,8 @@
 // `autoscaling.knative.dev/target-burst-capacity: "0"`, or the activator, reached without those
 // headers, answers 404), and the Ingress is marked Ready only once it is; an Ingress with more
 // than one split is left not Ready.
-import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { condition, type KnativeObject } from './knative-client.ts';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { condition, type KnativeObject, markIngressReady } from './knative-client.ts';
 
 interface IngressObject extends KnativeObject {
   metadata: { name: string; generation: number };
@@ -62,26 +62,7 @@ export function startIngressRouteStandIn(kc: KubeConfig, namespaces: string[]): 
               name: target.name,
             })) as Sks;
             if (sks.spec?.mode !== 'Serve' || condition(sks, 'Ready')?.status !== 'True') continue;
-            const lb = { ingress: [{ domainInternal: `${target.name}.${target.namespace}.svc.cluster.local` }] };
-            const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-            const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({
-              type,
-              status: 'True',
-              lastTransitionTime: now,
-            }));
-            await api.patchNamespacedCustomObjectStatus(
-              {
-                group,
-                version,
-                namespace,
-                plural: 'ingresses',
-                name: ing.metadata.name,
-                body: {
-                  status: { observedGeneration: ing.metadata.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb },
-                },
-              },
-              setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-            );
+            await markIngressReady(api, namespace, ing.metadata, `${target.name}.${target.namespace}.svc.cluster.local`);
           }
         } catch {
           // A conflict or a namespace going away: the next round sees the current state.

@@ -256,12 +256,35 @@ export function retryTimes(events: Sighting<CoreEvent>[]): { count: number; at: 
  * balancer name. Knative's route reconciler then marks the Route, and so the Service, Ready.
  * No traffic flows anywhere: the suite reads traffic from Route/Service status only.
  */
+/** Writes what a networking layer writes once it serves Ingress `ing`: Ready, with `domainInternal` as its load balancer. */
+export async function markIngressReady(
+  api: CustomObjectsApi,
+  namespace: string,
+  ing: { name: string; generation: number },
+  domainInternal: string,
+): Promise<void> {
+  const lb = { ingress: [{ domainInternal }] };
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+  await api.patchNamespacedCustomObjectStatus(
+    {
+      group: 'networking.internal.knative.dev',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'ingresses',
+      name: ing.name,
+      body: { status: { observedGeneration: ing.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
 export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop(): void } {
   const api = kc.makeApiClient(CustomObjectsApi);
   const group = 'networking.internal.knative.dev';
   const version = 'v1alpha1';
   let stopped = false;
-  const lb = { ingress: [{ domainInternal: 'stand-in-ingress.knative-serving.svc.cluster.local' }] };
+  const lb = { ingress: [{ domainInternal: 'stand-in-ingress.knative-serving.svc.cluster.local' }] } as const;
   const loop = async () => {
     while (!stopped) {
       try {
@@ -271,25 +294,7 @@ export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop()
         for (const ing of list.items) {
           const ready = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
           if (ready) continue;
-          const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-          const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({
-            type,
-            status: 'True',
-            lastTransitionTime: now,
-          }));
-          await api.patchNamespacedCustomObjectStatus(
-            {
-              group,
-              version,
-              namespace,
-              plural: 'ingresses',
-              name: ing.metadata.name,
-              body: {
-                status: { observedGeneration: ing.metadata.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb },
-              },
-            },
-            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-          );
+          await markIngressReady(api, namespace, ing.metadata, lb.ingress[0].domainInternal);
         }
       } catch {
         // A conflict or a namespace going away: the next round sees the current state.
