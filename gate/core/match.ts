@@ -59,56 +59,13 @@ export function hookMatches(hook: PrestartHook, revision: RevisionView, namespac
   return labelSelectorMatches(match.namespaceSelector, namespaceLabels) && labelSelectorMatches(match.revisionSelector, revision.labels);
 }
 
-/**
- * The hooks that apply to `revision`, sorted by (order, name): the order they run in. None for a
- * Revision of a Knative Service that some hook delivers to (hookService): a hook that runs on
- * Knative is never held, so no hook can wait on itself, and no two hooks on each other.
- */
+/** The hooks that apply to `revision`, sorted by (order, name): the order they run in. */
 export function hooksFor(
   revision: RevisionView,
   namespaceLabels: Readonly<Record<string, string>>,
   hooks: Iterable<PrestartHook>,
 ): PrestartHook[] {
-  const all = [...hooks];
-  if (servedHook(revision, all)) return [];
-  return all.filter((h) => hookMatches(h, revision, namespaceLabels)).sort(compareHooks);
-}
-
-/** The first hook whose requests go to `revision`'s Knative Service, if any. */
-export function servedHook(revision: RevisionView, hooks: readonly PrestartHook[]): PrestartHook | undefined {
-  if (!revision.service) return undefined;
-  return hooks.find((h) => {
-    const target = hookService(h);
-    return target !== undefined && target.name === revision.service && target.namespace === revision.namespace;
-  });
-}
-
-const KNATIVE_SERVICE_HOST = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\.cluster\.local)?\.?$/;
-
-/**
- * The Knative Service a hook's requests reach, where its delivery names one: a Broker
- * subscriber's ref to a serving.knative.dev Service (namespace: the Trigger's, the Broker's), or
- * a URL (http, or the subscriber's uri) whose host is a cluster-local Service name,
- * `<name>.<namespace>.svc[.cluster.local]`, which is how a Knative Service is addressed inside the
- * cluster. NATS hooks pull their requests and name no Service.
- */
-export function hookService(hook: PrestartHook): { name: string; namespace: string } | undefined {
-  const d = hook.spec.delivery;
-  const ref = d.broker?.subscriber.ref;
-  if (ref) {
-    if (ref.kind !== 'Service' || !ref.apiVersion.startsWith('serving.knative.dev/')) return undefined;
-    return { name: ref.name, namespace: ref.namespace ?? d.broker?.namespace ?? '' };
-  }
-  const url = d.transport === 'http' ? d.url : d.broker?.subscriber.uri;
-  if (!url) return undefined;
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return undefined;
-  }
-  const m = KNATIVE_SERVICE_HOST.exec(host);
-  return m?.[1] && m[3] ? { name: m[1], namespace: m[3] } : undefined;
+  return [...hooks].filter((h) => hookMatches(h, revision, namespaceLabels)).sort(compareHooks);
 }
 
 export function compareHooks(a: PrestartHook, b: PrestartHook): number {
