@@ -3,7 +3,10 @@ import { parseArgs } from '../../../examples/quickstart/args.ts';
 import { buildTargets, chooseWhere } from '../../../examples/quickstart/where.ts';
 
 test('arguments: --exit-when-done or QUICKSTART_EXIT_WHEN_DONE=1, a timeout in seconds, unknown flags refused', (t) => {
-  t.deepEqual(parseArgs([], {}), { ok: true, options: { exitWhenDone: false, timeoutMs: 300_000, provisionMs: 8000, broker: false, node: 'auto' } });
+  t.deepEqual(parseArgs([], {}), {
+    ok: true,
+    options: { exitWhenDone: false, timeoutMs: 300_000, provisionMs: 8000, broker: false, node: 'auto' },
+  });
   t.true(
     parseArgs(['--exit-when-done'], {}).ok &&
       (parseArgs(['--exit-when-done'], {}) as { options: { exitWhenDone: boolean } }).options.exitWhenDone,
@@ -27,7 +30,11 @@ test('--node (or QUICKSTART_NODE) says where the pods run: auto by default, real
   t.like(parseArgs([], { QUICKSTART_NODE: 'kwok' }), { ok: true, options: { node: 'kwok' } });
   t.like(parseArgs(['--node', 'kwok'], { QUICKSTART_NODE: 'real' }), { ok: true, options: { node: 'kwok' } }, 'the flag wins');
   t.deepEqual(parseArgs(['--node', 'fake'], {}), { ok: false, help: false, error: '--node is one of auto, real, kwok, got "fake"' });
-  t.deepEqual(parseArgs([], { QUICKSTART_NODE: 'x' }), { ok: false, help: false, error: 'QUICKSTART_NODE is one of auto, real, kwok, got "x"' });
+  t.deepEqual(parseArgs([], { QUICKSTART_NODE: 'x' }), {
+    ok: false,
+    help: false,
+    error: 'QUICKSTART_NODE is one of auto, real, kwok, got "x"',
+  });
 });
 
 test('where the demo runs: the real node where it can, else kwok with one line saying why; --broker on kwok', (t) => {
