@@ -42,8 +42,11 @@ function pinned(versions: Record<string, string>, key: string): string {
   return v;
 }
 
-/** Paths of the cached binaries at the pinned versions; throws one clear line when any is missing. */
-export function controlPlaneBinaries(): ControlPlaneBinaries {
+/**
+ * Paths of the cached binaries at the pinned versions; throws one clear line when any is missing.
+ * `kwok: false`: a cluster with no kwok node (its only node the real one) does not need kwok.
+ */
+export function controlPlaneBinaries({ kwok = true }: { kwok?: boolean } = {}): ControlPlaneBinaries {
   const v = pinnedVersions();
   const bin = join(cacheDir(), 'bin');
   const k8s = join(bin, `kubernetes-${pinned(v, 'KUBERNETES_VERSION')}`);
@@ -58,8 +61,8 @@ export function controlPlaneBinaries(): ControlPlaneBinaries {
     kwokStages: join(kwokDir, 'stages.yaml'),
   };
   // kubectl is for people poking at a cluster, not for starting one: not required here.
-  const { kubectl: _, ...required } = paths;
-  const missing = Object.values(required).filter((p) => !usable(p, p.endsWith('.yaml') ? constants.R_OK : constants.X_OK));
+  const { kubectl: _, kwok: kwokBin, kwokStages, ...required } = paths;
+  const missing = Object.values(kwok ? { ...required, kwokBin, kwokStages } : required).filter((p) => !usable(p, p.endsWith('.yaml') ? constants.R_OK : constants.X_OK));
   if (missing.length > 0) {
     const names = missing.map((p) => relative(bin, p)).join(', ');
     throw new ClusterStartError(`missing control-plane binaries in ${bin} (${names}): run ${BUILD_SCRIPT} all (builds them once)`);

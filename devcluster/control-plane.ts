@@ -46,7 +46,7 @@ export interface Cluster {
 export interface StartClusterOptions {
   /** Directory for the cluster (created); default: a new one under the OS temp dir. */
   dir?: string;
-  /** Fake kwok nodes to create; default 1. */
+  /** Fake kwok nodes to create; default 1. 0: kwok does not run (nor need to be built). */
   nodes?: number;
   /** Deadline for the whole start; default 90 s (KNATIVE_PRESTART_START_TIMEOUT_MS overrides). */
   timeoutMs?: number;
@@ -77,13 +77,13 @@ async function reportedVersion(bin: string, args: string[]): Promise<string> {
   }
 }
 
-async function binaryVersions(b: ControlPlaneBinaries): Promise<Record<string, string>> {
+async function binaryVersions(b: ControlPlaneBinaries, kwok: boolean): Promise<Record<string, string>> {
   const entries: [string, string, string[]][] = [
     ['etcd', b.etcd, ['--version']],
     ['kube-apiserver', b.kubeApiserver, ['--version']],
     ['kube-controller-manager', b.kubeControllerManager, ['--version']],
     ['kube-scheduler', b.kubeScheduler, ['--version']],
-    ['kwok', b.kwok, ['--version']],
+    ...(kwok ? [['kwok', b.kwok, ['--version']] as [string, string, string[]]] : []),
   ];
   const versions = await Promise.all(entries.map(([, bin, args]) => reportedVersion(bin, args)));
   return Object.fromEntries(entries.map(([name], i) => [name, versions[i] as string]));
@@ -104,9 +104,11 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const timeoutMs = opts.timeoutMs ?? envTimeout() ?? 90_000;
   const deadline = Date.now() + timeoutMs;
   const left = () => Math.max(deadline - Date.now(), 1);
-  const binaries = controlPlaneBinaries();
+  // No kwok node, no kwok: a cluster whose only node is the real one (devcluster/node.ts).
+  const withKwok = (opts.nodes ?? 1) > 0;
+  const binaries = controlPlaneBinaries({ kwok: withKwok });
   for (const line of reapLeftovers()) progress(line);
-  const versionsP = binaryVersions(binaries);
+  const versionsP = binaryVersions(binaries, withKwok);
 
   const apiserverPinned = await pinnedPort('KNATIVE_PRESTART_APISERVER_PORT', 'kube-apiserver');
   const etcdPinned = await pinnedPort('KNATIVE_PRESTART_ETCD_PORT', 'etcd');
@@ -262,7 +264,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
 
     launch(controllerManagerSpec(layout));
     launch(await schedulerSpec(layout));
-    launch(kwokSpec(layout));
+    if (withKwok) launch(kwokSpec(layout));
 
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigs.admin);

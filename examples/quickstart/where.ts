@@ -20,8 +20,12 @@ export function chooseWhere(choice: NodeChoice, broker: boolean, unavailable: st
   return choice === 'real' ? { error: why } : { real: false, note: `no real pods here (${why}): the demo runs on kwok nodes` };
 }
 
-/** What build-binaries.sh builds for the demo: the real node adds the kubelet, kube-proxy, CoreDNS and Knative's images. */
+/**
+ * What build-binaries.sh builds for the demo: on kwok nodes its `quickstart` target; on the real
+ * node the same without kwok (no kwok node runs), plus the kubelet, kube-proxy, CoreDNS and
+ * Knative's images.
+ */
 export function buildTargets(real: boolean, broker: boolean): string[] {
   if (broker) return ['quickstart-broker'];
-  return real ? ['quickstart', 'node', 'knative-serving-images'] : ['quickstart'];
+  return real ? ['etcd', 'kubernetes', 'knative-serving', 'node', 'knative-serving-images'] : ['quickstart'];
 }

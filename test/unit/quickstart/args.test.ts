@@ -50,7 +50,7 @@ test('where the demo runs: the real node where it can, else kwok with one line s
   t.deepEqual(chooseWhere('kwok', false, undefined), { real: false });
   t.like(chooseWhere('auto', true, undefined), { real: false });
   t.true('error' in chooseWhere('real', true, undefined));
-  t.deepEqual(buildTargets(true, false), ['quickstart', 'node', 'knative-serving-images']);
+  t.deepEqual(buildTargets(true, false), ['etcd', 'kubernetes', 'knative-serving', 'node', 'knative-serving-images']);
   t.deepEqual(buildTargets(false, false), ['quickstart']);
   t.deepEqual(buildTargets(false, true), ['quickstart-broker']);
 });
