@@ -62,7 +62,9 @@ export function controlPlaneBinaries({ kwok = true }: { kwok?: boolean } = {}): 
   };
   // kubectl is for people poking at a cluster, not for starting one: not required here.
   const { kubectl: _, kwok: kwokBin, kwokStages, ...required } = paths;
-  const missing = Object.values(kwok ? { ...required, kwokBin, kwokStages } : required).filter((p) => !usable(p, p.endsWith('.yaml') ? constants.R_OK : constants.X_OK));
+  const missing = Object.values(kwok ? { ...required, kwokBin, kwokStages } : required).filter(
+    (p) => !usable(p, p.endsWith('.yaml') ? constants.R_OK : constants.X_OK),
+  );
   if (missing.length > 0) {
     const names = missing.map((p) => relative(bin, p)).join(', ');
     throw new ClusterStartError(`missing control-plane binaries in ${bin} (${names}): run ${BUILD_SCRIPT} all (builds them once)`);
