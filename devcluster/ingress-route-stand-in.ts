@@ -11,11 +11,10 @@
 // `autoscaling.knative.dev/target-burst-capacity: "0"`, or the activator, reached without those
 // headers, answers 404), and the Ingress is marked Ready only once it is; an Ingress with more
 // than one split is left not Ready.
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { condition, type KnativeObject, markIngressReady } from './knative-client.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { condition, type IngressObject, type KnativeObject, runIngressStandIn } from './knative-client.ts';
 
-interface IngressObject extends KnativeObject {
-  metadata: { name: string; generation: number };
+interface RoutedIngress extends IngressObject {
   spec?: {
     rules?: {
       visibility?: string;
@@ -25,7 +24,7 @@ interface IngressObject extends KnativeObject {
 }
 
 /** The Revision (its public Service) that all of the Ingress's traffic goes to, or undefined. */
-export function soleRevision(ing: IngressObject): { name: string; namespace: string } | undefined {
+export function soleRevision(ing: RoutedIngress): { name: string; namespace: string } | undefined {
   const splits = (ing.spec?.rules ?? []).flatMap((r) => (r.http?.paths ?? []).flatMap((p) => p.splits ?? []));
   const targets = new Set(splits.map((s) => `${s.serviceNamespace}/${s.serviceName}`));
   if (targets.size !== 1 || splits.some((s) => (s.percent ?? 100) !== 100)) return undefined;
@@ -36,46 +35,20 @@ export function soleRevision(ing: IngressObject): { name: string; namespace: str
 type Sks = KnativeObject & { spec?: { mode?: string } };
 
 export function startIngressRouteStandIn(kc: KubeConfig, namespaces: string[]): { stop(): void } {
-  const api = kc.makeApiClient(CustomObjectsApi);
-  const group = 'networking.internal.knative.dev';
-  const version = 'v1alpha1';
-  let stopped = false;
-  const loop = async () => {
-    while (!stopped) {
-      for (const namespace of namespaces) {
-        try {
-          const list = (await api.listNamespacedCustomObject({ group, version, namespace, plural: 'ingresses' })) as {
-            items: IngressObject[];
-          };
-          for (const ing of list.items) {
-            const target = soleRevision(ing);
-            const done = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
-            if (!target || done) continue;
-            // Only once the Revision's pods serve its public Service (its ServerlessService in Serve
-            // mode): until then that Service leads to the activator, and a client's kept-alive
-            // connection would stay there, answered 404 for want of the headers.
-            const sks = (await api.getNamespacedCustomObject({
-              group,
-              version,
-              namespace: target.namespace,
-              plural: 'serverlessservices',
-              name: target.name,
-            })) as Sks;
-            if (sks.spec?.mode !== 'Serve' || condition(sks, 'Ready')?.status !== 'True') continue;
-            await markIngressReady(api, namespace, ing.metadata, `${target.name}.${target.namespace}.svc.cluster.local`);
-          }
-        } catch {
-          // A conflict or a namespace going away: the next round sees the current state.
-        }
-      }
-      // A controller's poll period, not a test waiting on a condition.
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  };
-  void loop();
-  return {
-    stop() {
-      stopped = true;
-    },
-  };
+  return runIngressStandIn<RoutedIngress>(kc, namespaces, async (ing, api) => {
+    const target = soleRevision(ing);
+    if (!target) return undefined;
+    // Only once the Revision's pods serve its public Service (its ServerlessService in Serve
+    // mode): until then that Service leads to the activator, and a client's kept-alive
+    // connection would stay there, answered 404 for want of the headers.
+    const sks = (await api.getNamespacedCustomObject({
+      group: 'networking.internal.knative.dev',
+      version: 'v1alpha1',
+      namespace: target.namespace,
+      plural: 'serverlessservices',
+      name: target.name,
+    })) as Sks;
+    if (sks.spec?.mode !== 'Serve' || condition(sks, 'Ready')?.status !== 'True') return undefined;
+    return `${target.name}.${target.namespace}.svc.cluster.local`;
+  });
 }

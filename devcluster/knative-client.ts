@@ -256,48 +256,38 @@ export function retryTimes(events: Sighting<CoreEvent>[]): { count: number; at: 
  * balancer name. Knative's route reconciler then marks the Route, and so the Service, Ready.
  * No traffic flows anywhere: the suite reads traffic from Route/Service status only.
  */
-/** Writes what a networking layer writes once it serves Ingress `ing`: Ready, with `domainInternal` as its load balancer. */
-export async function markIngressReady(
-  api: CustomObjectsApi,
-  namespace: string,
-  ing: { name: string; generation: number },
-  domainInternal: string,
-): Promise<void> {
-  const lb = { ingress: [{ domainInternal }] };
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
-  await api.patchNamespacedCustomObjectStatus(
-    {
-      group: 'networking.internal.knative.dev',
-      version: 'v1alpha1',
-      namespace,
-      plural: 'ingresses',
-      name: ing.name,
-      body: { status: { observedGeneration: ing.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb } },
-    },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
+export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop(): void } {
+  return runIngressStandIn(kc, [namespace], async () => 'stand-in-ingress.knative-serving.svc.cluster.local');
 }
 
-export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop(): void } {
+export type IngressObject = KnativeObject & { metadata: { name: string; generation: number } };
+
+/**
+ * The loop of the Ingress stand-ins (this file's and ingress-route-stand-in.ts), as a controller
+ * runs: every 200 ms, each Ingress of `namespaces` not Ready for its generation is marked Ready
+ * with the load balancer `addressFor` names for it; undefined leaves it for a later round.
+ */
+export function runIngressStandIn<I extends IngressObject>(
+  kc: KubeConfig,
+  namespaces: string[],
+  addressFor: (ing: I, api: CustomObjectsApi) => Promise<string | undefined>,
+): { stop(): void } {
   const api = kc.makeApiClient(CustomObjectsApi);
-  const group = 'networking.internal.knative.dev';
-  const version = 'v1alpha1';
   let stopped = false;
-  const lb = { ingress: [{ domainInternal: 'stand-in-ingress.knative-serving.svc.cluster.local' }] } as const;
   const loop = async () => {
     while (!stopped) {
-      try {
-        const list = (await api.listNamespacedCustomObject({ group, version, namespace, plural: 'ingresses' })) as {
-          items: (KnativeObject & { metadata: { name: string; generation: number } })[];
-        };
-        for (const ing of list.items) {
-          const ready = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
-          if (ready) continue;
-          await markIngressReady(api, namespace, ing.metadata, lb.ingress[0].domainInternal);
+      for (const namespace of namespaces) {
+        try {
+          const list = (await api.listNamespacedCustomObject({ ...INGRESSES, namespace })) as { items: I[] };
+          for (const ing of list.items) {
+            const ready = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
+            if (ready) continue;
+            const address = await addressFor(ing, api);
+            if (address !== undefined) await markIngressReady(api, namespace, ing.metadata, address);
+          }
+        } catch {
+          // A conflict or a namespace going away: the next round sees the current state.
         }
-      } catch {
-        // A conflict or a namespace going away: the next round sees the current state.
       }
       // A controller's poll period, not a test waiting on a condition.
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -309,4 +299,27 @@ export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop()
       stopped = true;
     },
   };
+}
+
+const INGRESSES = { group: 'networking.internal.knative.dev', version: 'v1alpha1', plural: 'ingresses' } as const;
+
+/** Writes what a networking layer writes once it serves Ingress `ing`: Ready, with `domainInternal` as its load balancer. */
+async function markIngressReady(
+  api: CustomObjectsApi,
+  namespace: string,
+  ing: { name: string; generation: number },
+  domainInternal: string,
+): Promise<void> {
+  const lb = { ingress: [{ domainInternal }] };
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const conditions = ['LoadBalancerReady', 'NetworkConfigured', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now }));
+  await api.patchNamespacedCustomObjectStatus(
+    {
+      ...INGRESSES,
+      namespace,
+      name: ing.name,
+      body: { status: { observedGeneration: ing.generation, conditions, publicLoadBalancer: lb, privateLoadBalancer: lb } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }

@@ -54,9 +54,8 @@ export async function startQuickstartCluster(
   return startCluster({ dir, progress, nodes: kwokNodes });
 }
 
-/** The real node's app image: a Go HTTP server answering with its pod's environment (devcluster/node-images/test-app). */
+/** The demo's real node, untainted: it is the cluster's only node, and Knative's manifests run on it unchanged. */
 export function startDemoNode(cluster: Cluster, progress: (line: string) => void): Promise<RealNode> {
-  // Untainted: it is the cluster's only node, and Knative's manifests run on it unchanged.
   return startNode(cluster, { taint: false, progress });
 }
 
