@@ -103,6 +103,8 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
     .option('--lease-duration <seconds>', "how long a dead leader's lease blocks a successor", int, 15)
     .option('--resync <seconds>', 'how often the leader reconciles every Revision again, events or not', int, DEFAULTS.resyncSeconds)
+    .option('--drain-quiet <seconds>', 'on SIGTERM, serve until no request came for this long', int, DEFAULTS.drainQuietSeconds)
+    .option('--drain-max <seconds>', 'on SIGTERM, serve at most this long', int, DEFAULTS.drainMaxSeconds)
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (opts: Record<string, string | number | undefined>) => {
       const log = pino({ name: 'knative-prestart-gate', level: String(opts.logLevel) });
@@ -113,7 +115,7 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
       const gate = await startGate(toConfig(opts, kc), log);
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'stopping');
-        await gate.stop();
+        await gate.stop({ drain: { quietMs: Number(opts.drainQuiet) * 1000, maxMs: Number(opts.drainMax) * 1000 } });
         process.exit(0);
       };
       process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -108,4 +108,11 @@ export const DEFAULTS = {
   apiTimeoutSeconds: 30,
   /** A watch restarts within 2 s of an error; half a minute of failures is an outage, not a blip. */
   watchFailureSeconds: 30,
+  /**
+   * On SIGTERM the gate steps down, then serves until no request came for drainQuietSeconds
+   * (gate/shell/drain.ts): longer than an EndpointSlice and kube-proxy update on a busy node.
+   * drainMaxSeconds bounds it well inside the pod's 30 s grace period.
+   */
+  drainQuietSeconds: 5,
+  drainMaxSeconds: 20,
 } as const;

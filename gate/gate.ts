@@ -23,6 +23,7 @@ import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCach
 import { type Clock, systemClock } from './shell/clock.ts';
 import type { RequestObserver } from './shell/connections.ts';
 import { Controller } from './shell/controller.ts';
+import { type DrainOptions, trackRequests } from './shell/drain.ts';
 import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
 import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
 import { LeaderElector } from './shell/leader.ts';
@@ -45,7 +46,11 @@ export interface RunningGate {
   isLeader(): boolean;
   /** Each informer's state: listed yet, failing since when. */
   informers(): InformerHealth[];
-  stop(): Promise<void>;
+  /**
+   * Stops the gate. With `drain`, first steps down as leader and serves the webhooks and the
+   * sink until they are quiet (gate/shell/drain.ts): what a pod does on SIGTERM.
+   */
+  stop(options?: { drain?: DrainOptions }): Promise<void>;
 }
 
 /** `clock` is the gate's one source of time: Observed.now, answeredAt and event timestamps. */
@@ -85,13 +90,14 @@ export async function startGate(
   // Ready once every informer has listed, the webhooks serve and the controller may lead: a probe
   // (and the tests) must not route admission or replies to a gate that is still starting.
   let ready = false;
+  let stopping = false;
   const sinkApp = express();
   sinkApp.get('/readyz', (_req, res) => {
     const waiting = cacheProblems(caches.health(), Date.now(), Number.POSITIVE_INFINITY);
     res
       .status(ready ? 200 : 503)
       .type('text/plain')
-      .send(ready ? 'ok' : ['starting', ...waiting].join('\n'));
+      .send(ready ? 'ok' : [stopping ? 'stopping' : 'starting', ...waiting].join('\n'));
   });
   sinkApp.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
@@ -174,6 +180,7 @@ export async function startGate(
   );
   tls.onRotate((pair) => webhookServer.setSecureContext({ key: pair.keyPem, cert: pair.certPem }));
   const webhookUrl = config.webhook.urlBase ?? `https://${config.webhook.host}:${port(webhookServer)}`;
+  const drainer = trackRequests([sinkServer, webhookServer]);
   await tls.register(webhookUrl);
   await synced;
 
@@ -257,11 +264,14 @@ export async function startGate(
     controller,
     isLeader: () => leader.isLeader,
     informers: () => caches.health(),
-    async stop() {
+    async stop(options) {
+      ready = false;
+      stopping = true;
       await leader.stop();
       await triggers?.stop();
       await brokerCheck?.stop();
       await controller.stop();
+      if (options?.drain) await drainer.drain(options.drain);
       await natsSink?.stop();
       tls.stop();
       await Promise.all([close(sinkServer), close(webhookServer)]);

@@ -92,7 +92,11 @@ export interface GateProcessOptions {
 /** Runs `<cli> gate <args>` and waits until it is ready; it dies with this process. */
 export async function startGateProcess(opts: GateProcessOptions): Promise<GateProcess> {
   const compiled = opts.cli ? undefined : process.env[GATE_CLI_ENV];
-  const args = [...(compiled ? [compiled] : ['--import', 'tsx', opts.cli ?? cli]), 'gate', ...opts.args];
+  // The apiserver calls a host process at its URL, with no Service to catch up with its stop: it
+  // need not wait for a quiet spell, only for the requests in flight (a previous release's CLI
+  // has no such flag).
+  const drain = opts.cli || opts.args.includes('--drain-quiet') ? [] : ['--drain-quiet', '0'];
+  const args = [...(compiled ? [compiled] : ['--import', 'tsx', opts.cli ?? cli]), 'gate', ...opts.args, ...drain];
   const { KNATIVE_PRESTART_CRASH_AT: _, ...inherited } = process.env;
   // Dies with the test process (SIGKILL on parent death), so an interrupted run leaves no gate behind.
   const [cmd, ...prefix] = [...deathSignalPrefix(), process.execPath];

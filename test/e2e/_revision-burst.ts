@@ -51,31 +51,45 @@ export interface BurstOptions {
 /** Retries per Revision before the burst gives up on it (Knative retries for as long as it takes; a test may not). */
 const MAX_ATTEMPTS = 20;
 
+/**
+ * Creates one Revision as Knative's Configuration reconciler does: a refused create is retried
+ * (each refusal recorded in `refused`) until it is admitted; a 409 means an earlier try got in.
+ */
+export async function createLikeKnative(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  body: object,
+  refused: Refusal[],
+): Promise<'held' | 'unheld' | 'existed'> {
+  const path = `/apis/${REVISIONS.group}/${REVISIONS.version}/namespaces/${namespace}/${REVISIONS.plural}`;
+  for (let attempt = 1; ; attempt++) {
+    const res = await kubeRequest(kc, 'POST', path, body).catch((err: Error) => ({
+      status: 0,
+      body: { message: err.message },
+    }));
+    if (res.status === 201) {
+      const labels = (res.body as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {};
+      return labels[HOLD_LABEL] === 'true' ? 'held' : 'unheld';
+    }
+    // Created after all (the answer was lost): Knative would find it in its lister and go on.
+    if (res.status === 409) return 'existed';
+    refused.push({ name, at: Date.now(), status: res.status, message: statusMessage(res).slice(0, 300) });
+    if (attempt >= MAX_ATTEMPTS) throw new Error(`${name}: refused ${attempt} times, last: ${statusMessage(res)}`);
+    await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** (attempt - 1), 2000)));
+  }
+}
+
 export async function burst(o: BurstOptions): Promise<BurstResult> {
   const refused: Refusal[] = [];
   const admittedUnheld: string[] = [];
   const answeredAt: number[] = [];
   const startedAt = Date.now();
   let disruption: Promise<{ startedAt: number; endedAt: number }> | undefined;
-  const path = `/apis/${REVISIONS.group}/${REVISIONS.version}/namespaces/${o.namespace}/${REVISIONS.plural}`;
   let next = 0;
   const create = async (name: string): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
-      const res = await kubeRequest(o.kc, 'POST', path, o.body(name)).catch((err: Error) => ({
-        status: 0,
-        body: { message: err.message },
-      }));
-      if (res.status === 201) {
-        const labels = (res.body as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {};
-        if (labels[HOLD_LABEL] !== 'true') admittedUnheld.push(name);
-        return;
-      }
-      // Created after all (the answer was lost): Knative would find it in its lister and go on.
-      if (res.status === 409) return;
-      refused.push({ name, at: Date.now(), status: res.status, message: statusMessage(res).slice(0, 300) });
-      if (attempt >= MAX_ATTEMPTS) throw new Error(`${name}: refused ${attempt} times, last: ${statusMessage(res)}`);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5 * 2 ** (attempt - 1), 2000)));
-    }
+    const res = await createLikeKnative(o.kc, o.namespace, name, o.body(name), refused);
+    if (res === 'unheld') admittedUnheld.push(name);
   };
   const client = async () => {
     for (;;) {
