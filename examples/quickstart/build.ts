@@ -10,17 +10,18 @@ import { BUILD_SCRIPT, BUILD_SCRIPT_PATH, cacheDir } from '../../devcluster/bina
 import type { Output } from './output.ts';
 import { seconds } from './summary.ts';
 
-/** Seconds each component took on the first build of an idle 2-core machine (a cold quickstart, 2026-11-29). */
+/**
+ * Seconds each component took on its first build on an idle 2-core machine, all caches empty
+ * (2026-12-02: a cold real-node quickstart, and a cold CI run for kwok and Eventing).
+ */
 const FIRST_BUILD_SECONDS: Record<string, number> = {
-  etcd: 112,
-  kwok: 157,
-  kubernetes: 540,
-  'knative-serving': 226,
-  'knative-eventing': 103,
-  // The real node's (kubelet and kube-proxy, CoreDNS, images) and Knative's images: timed cold on
-  // a 2-core machine shared with other work (2026-12-02, after the Kubernetes build above).
-  node: 139,
-  'knative-serving-images': 22,
+  etcd: 42,
+  kwok: 62,
+  kubernetes: 230,
+  'knative-serving': 101,
+  'knative-eventing': 49,
+  node: 92,
+  'knative-serving-images': 19,
 };
 export interface BuildOptions {
   /** Default: devcluster/build-binaries.sh. */

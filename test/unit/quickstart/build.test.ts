@@ -34,7 +34,7 @@ echo "build-binaries: kubernetes built in 1s" >&2`,
   );
   const { out, lines } = plainOutput();
   await buildBinaries(out, new AbortController().signal, { script: file, cacheHitMs: 200, plainTickMs: 300 });
-  t.is(lines[0], 'binaries: building kubernetes (first run only; about 9 min on a 2-core machine) ...');
+  t.is(lines[0], 'binaries: building kubernetes (first run only; about 4 min on a 2-core machine) ...');
   t.true(
     lines.some((l) => /^binaries: still building kubernetes, [\d.]+s so far$/.test(l)),
     lines.join('\n'),
