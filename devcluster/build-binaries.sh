@@ -8,12 +8,19 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# KNATIVE_PRESTART_VERSIONS names another versions file (the compatibility matrix's cells).
 # shellcheck source=versions.env
-source "$here/versions.env"
+source "${KNATIVE_PRESTART_VERSIONS:-$here/versions.env}"
 
 cache="${KNATIVE_PRESTART_CACHE:-$HOME/.cache/knative-prestart}"
 work="$cache/build"
 mkdir -p "$work"
+# One build at a time per cache: two runs (a test run and the matrix, say) would otherwise edit the
+# same wrapper modules and outputs at once. The second waits, then finds the first's work done.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$cache/.build.lock"
+  flock -n 9 || { echo "build-binaries: waiting for another build in $cache ..." >&2; flock 9; }
+fi
 
 die() { echo "build-binaries: $*" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go >= 1.24 (https://go.dev/doc/install) and retry"
@@ -26,7 +33,10 @@ step() {
   local log="$work/$name.log"
   echo "build-binaries: building $name ..." >&2
   local t0=$SECONDS
-  if ! ( "$@" ) >"$log" 2>&1; then
+  # In the background and waited for: a subshell tested by `if` runs with errexit ignored, so a
+  # failing command inside it would not stop the step and it would report "built".
+  ( "$@" ) >"$log" 2>&1 &
+  if ! wait "$!"; then
     tail -n 20 "$log" >&2
     die "building $name failed (full log: $log)"
   fi
@@ -73,7 +83,14 @@ GO
   )
 }
 
-# A wrapper module that requires one module and builds one package of it.
+# Points modules at other versions in the wrapper module of the current directory: "<module>=<module>@<version> ..."
+pin_replaces() {
+  local r
+  for r in $1; do go mod edit -replace="$r"; done
+}
+
+# A wrapper module that requires one module and builds one package of it, with optional replaces
+# (pin_replaces' form) as the seventh argument.
 build_go_main() {
   local name="$1" module="$2" version="$3" pkg="$4" bin="$5" ldflags="${6:-}"
   local out="$cache/bin/$name-$version"
@@ -83,6 +100,7 @@ build_go_main() {
   (
     cd "$dir"
     [ -f go.mod ] || go mod init "knative-prestart.local/$name" >/dev/null 2>&1
+    pin_replaces "${7:-}"
     go get "$module@$version" >/dev/null
     printf '//go:build tools\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
     go mod tidy -e >/dev/null 2>&1 || true
@@ -128,7 +146,7 @@ build_knative_serving() {
   local version="$KNATIVE_SERVING_VERSION"
   local out="$cache/bin/knative-serving-$version"
   local dir="$work/knative-serving-$version"
-  build_go_main knative-serving knative.dev/serving "$version" knative.dev/serving/cmd/webhook webhook
+  build_go_main knative-serving knative.dev/serving "$version" knative.dev/serving/cmd/webhook webhook "" "${KNATIVE_SERVING_REPLACES:-}"
   # Knative's reconcilers under a main of ours (why: devcluster/knative-serving/main.go).
   build_own_main "$dir" "$out" serving-controllers "$here/knative-serving/main.go"
   # Knative's deployment hash of a Revision, for the e2e test of a tenant-made Deployment.

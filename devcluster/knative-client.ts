@@ -161,7 +161,10 @@ export function readyPodOf(core: CoreV1Api, namespace: string, revision: string)
   return waitFor(
     async () => {
       const pods = await core.listNamespacedPod({ namespace, labelSelector: `serving.knative.dev/revision=${revision}` });
-      return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      // A terminating pod may still say Ready, but it is on its way out.
+      return pods.items.find(
+        (p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
     },
     { timeoutMs: 60_000, what: `a Ready pod of ${revision} (kwok node)` },
   );

@@ -259,7 +259,7 @@ export async function startKnativeEventing(cluster: Cluster, opts: StartKnativeE
           ...env('controller', profiling[0] as number, hostProxy, hostTunnel as string),
           NAMESPACE: EVENTING_NAMESPACE,
           // What the InMemoryChannel reconciler writes into the dispatcher Deployment it keeps.
-          DISPATCHER_IMAGE: 'dev.local/knative-eventing/imc-dispatcher:v0.50.0',
+          DISPATCHER_IMAGE: `dev.local/knative-eventing/imc-dispatcher:${pinnedVersions().KNATIVE_EVENTING_VERSION}`,
         },
       },
       {

@@ -29,7 +29,7 @@ import { WaitTimeoutError, waitFor } from './wait.ts';
 
 export const KNATIVE_NAMESPACE = 'knative-serving';
 /** The queue-proxy image Knative puts in every pod: in dev.local, so no registry is asked for a digest. */
-export const QUEUE_SIDECAR_IMAGE = 'dev.local/knative-serving/queue:v0.50.0';
+export const QUEUE_SIDECAR_IMAGE = `dev.local/knative-serving/queue:${pinnedVersions().KNATIVE_SERVING_VERSION}`;
 /** Identity of Knative's controller and webhook: the ServiceAccount its manifests bind to its ClusterRoles. */
 export const KNATIVE_CONTROLLER_USER = `system:serviceaccount:${KNATIVE_NAMESPACE}:controller`;
 const CONTROLLER_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${KNATIVE_NAMESPACE}`, 'system:authenticated'];

@@ -111,7 +111,33 @@ test.serial("the bindings are in the Deployment's pod template, and Knative keep
   t.true((updated.metadata?.generation ?? 0) > 1);
   t.true(bindingsIn(updated.spec?.template.spec), 'still there after Knative rewrote the spec');
   await setQueueImage(QUEUE_SIDECAR_IMAGE);
+  // The next test deletes a pod of this Revision: it must not pick one this rollout is replacing.
+  await rolledOut('shop-00001', QUEUE_SIDECAR_IMAGE);
 });
+
+/**
+ * Waits until the Revision's Deployment runs `queueImage` with its rollout complete and no pod of
+ * the Revision left terminating, so that the Revision's ready pod is the one that stays.
+ */
+async function rolledOut(rev: string, queueImage: string): Promise<void> {
+  await waitFor(
+    async () => {
+      const d = await deploymentOf(rev);
+      const want = d.spec?.replicas ?? 1;
+      const s = d.status;
+      const done =
+        d.spec?.template.spec?.containers.some((c) => c.image === queueImage) &&
+        (s?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) &&
+        s?.updatedReplicas === want &&
+        s?.replicas === want &&
+        s?.availableReplicas === want;
+      if (!done) return undefined;
+      const pods = await core.listNamespacedPod({ namespace: env.namespace, labelSelector: `serving.knative.dev/revision=${rev}` });
+      return pods.items.length === want && pods.items.every((p) => !p.metadata?.deletionTimestamp) ? d : undefined;
+    },
+    { timeoutMs: 90_000, what: `the rollout of ${rev}'s Deployment to ${queueImage} to finish, its old pods gone` },
+  );
+}
 
 test.serial(
   'every gate replica down: pods are replaced with their bindings; only a rollout a hook holds waits, and goes on once the gate is back',
