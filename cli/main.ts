@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
+import { type ClusterVersions, judgeCluster } from '../api/compatibility.ts';
 import { errorLine } from '../api/kube-errors.ts';
 import { DEFAULTS, type GateConfig } from '../gate/config.ts';
 import type { NatsSecurity, NatsTls } from '../schemas/nats-auth.ts';
@@ -106,13 +107,15 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
     .option('--drain-quiet <seconds>', 'on SIGTERM, serve until no request came for this long', int, DEFAULTS.drainQuietSeconds)
     .option('--drain-max <seconds>', 'on SIGTERM, serve at most this long', int, DEFAULTS.drainMaxSeconds)
     .option('--log-level <level>', 'pino log level', 'info')
-    .action(async (opts: Record<string, string | number | undefined>) => {
+    .option('--allow-unsupported-versions', 'start on a Kubernetes or Knative Serving outside the supported range (logged as a warning)')
+    .action(async (opts: Record<string, string | number | boolean | undefined>) => {
       const log = pino({ name: 'knative-prestart-gate', level: String(opts.logLevel) });
       const kc = new KubeConfig();
       if (opts.kubeconfig) kc.loadFromFile(String(opts.kubeconfig));
       else kc.loadFromDefault();
       const { startGate } = await import('../gate/gate.ts');
-      const gate = await startGate(toConfig(opts, kc), log);
+      const clusterVersions = await checkCluster(kc, log, opts.allowUnsupportedVersions === true);
+      const gate = await startGate({ ...toConfig(opts as Record<string, string | number | undefined>, kc), clusterVersions }, log);
       const shutdown = async (signal: string) => {
         log.info({ signal }, 'stopping');
         await gate.stop({ drain: { quietMs: Number(opts.drainQuiet) * 1000, maxMs: Number(opts.drainMax) * 1000 } });
@@ -134,6 +137,32 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
   registerUninstallCommand(program);
   registerPrestartCommands(program);
   return program;
+}
+
+/**
+ * Reads where the gate runs and refuses, with one line, a cluster outside the supported range
+ * unless the admin allows it. An apiserver that cannot be read yet is logged and left to the gate,
+ * which holds everything until its caches sync.
+ */
+async function checkCluster(kc: KubeConfig, log: pino.Logger, allowUnsupported: boolean): Promise<ClusterVersions | undefined> {
+  const { readClusterVersions } = await import('../gate/shell/cluster-versions.ts');
+  let versions: ClusterVersions;
+  try {
+    versions = await readClusterVersions(kc);
+  } catch (err) {
+    log.warn({ err: errorLine(err) }, 'could not read the apiserver version; the supported range is not checked');
+    return undefined;
+  }
+  log.info({ kubernetes: versions.kubernetes, knativeServing: versions.knativeServing ?? 'unknown' }, 'cluster versions');
+  const verdict = judgeCluster(versions);
+  if (!verdict.supported) {
+    if (!allowUnsupported) {
+      process.stderr.write(`knative-prestart gate: ${verdict.reason}; --allow-unsupported-versions starts anyway\n`);
+      process.exit(2);
+    }
+    log.warn(`${verdict.reason}; starting anyway (--allow-unsupported-versions)`);
+  } else if (verdict.warning) log.warn(verdict.warning);
+  return versions;
 }
 
 function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig): GateConfig {

@@ -154,7 +154,7 @@ build_knative_serving() {
   # Manifests from the very module versions the binaries were built from: Serving's config/core,
   # and the CRDs and config-network its module zip lacks (symlinks in the Serving repository,
   # which module zips drop) from knative.dev/networking and knative.dev/caching.
-  [ -s "$out/config/caching/image.yaml" ] && return 0
+  [ -s "$out/config/caching/image.yaml" ] && [ -s "$out/config/release" ] && return 0
   local serving networking caching
   serving="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/serving)"
   networking="$(cd "$dir" && go list -m -f '{{.Dir}}' knative.dev/networking)"
@@ -165,8 +165,20 @@ build_knative_serving() {
   cp "$networking"/config/*.yaml "$out/config.tmp/networking/"
   cp "$caching/config/image.yaml" "$out/config.tmp/caching/"
   chmod -R u+w "$out/config.tmp"
+  # What Knative's release does to the manifests: its objects name the release they belong to
+  # (the gate reads it from the Revision CRD to check the supported range).
+  local release; release="$(knative_release "$version")"
+  grep -rl 'app.kubernetes.io/version: devel' "$out/config.tmp" | xargs -r sed -i "s|app.kubernetes.io/version: devel|app.kubernetes.io/version: \"$release\"|"
+  echo "$release" > "$out/config.tmp/release"
   rm -rf "$out/config"
   mv "$out/config.tmp" "$out/config"
+}
+
+# Knative's release number of a Knative module version: v0.(N+27).P is Knative 1.N.P.
+knative_release() {
+  local minor="${1#v0.}" patch
+  patch="${minor#*.}"; minor="${minor%%.*}"
+  echo "1.$((minor - 27)).$patch"
 }
 
 # Knative Eventing's MT channel-based Broker with the InMemoryChannel, plus the manifests of the

@@ -255,13 +255,21 @@ export function retryTimes(events: Sighting<CoreEvent>[]): { count: number; at: 
 /**
  * STAND-IN for a Knative networking layer (Istio, Kourier, Contour: none runs here). It does
  * what such a layer reports once it programmed an Ingress, and nothing else: marks every
- * Ingress of the namespace Ready for its current generation, with a cluster-internal load
- * balancer name. Knative's route reconciler then marks the Route, and so the Service, Ready.
- * No traffic flows anywhere: the suite reads traffic from Route/Service status only.
+ * Ingress of the namespace (or, with ALL_NAMESPACES, of the cluster, as a real layer does) Ready
+ * for its current generation, with a cluster-internal load balancer name. Knative's route
+ * reconciler then marks the Route, and so the Service, Ready. No traffic flows anywhere: the suite
+ * reads traffic from Route/Service status only.
  */
-export function startIngressStandIn(kc: KubeConfig, namespace: string): { stop(): void } {
-  return runIngressStandIn(kc, [namespace], async () => 'stand-in-ingress.knative-serving.svc.cluster.local');
+export function startIngressStandIn(kc: KubeConfig, namespace: string | typeof ALL_NAMESPACES): { stop(): void } {
+  return runIngressStandIn(
+    kc,
+    namespace === ALL_NAMESPACES ? ALL_NAMESPACES : [namespace],
+    async () => 'stand-in-ingress.knative-serving.svc.cluster.local',
+  );
 }
+
+/** Every namespace, now and later: what a networking layer watches. */
+export const ALL_NAMESPACES = Symbol('all namespaces');
 
 export type IngressObject = KnativeObject & { metadata: { name: string; generation: number } };
 
@@ -272,21 +280,24 @@ export type IngressObject = KnativeObject & { metadata: { name: string; generati
  */
 export function runIngressStandIn<I extends IngressObject>(
   kc: KubeConfig,
-  namespaces: string[],
+  namespaces: string[] | typeof ALL_NAMESPACES,
   addressFor: (ing: I, api: CustomObjectsApi) => Promise<string | undefined>,
 ): { stop(): void } {
   const api = kc.makeApiClient(CustomObjectsApi);
   let stopped = false;
+  const lists: (() => Promise<unknown>)[] =
+    namespaces === ALL_NAMESPACES
+      ? [() => api.listClusterCustomObject(INGRESSES)]
+      : namespaces.map((namespace) => () => api.listNamespacedCustomObject({ ...INGRESSES, namespace }));
   const loop = async () => {
     while (!stopped) {
-      for (const namespace of namespaces) {
+      for (const list of lists) {
         try {
-          const list = (await api.listNamespacedCustomObject({ ...INGRESSES, namespace })) as { items: I[] };
-          for (const ing of list.items) {
+          for (const ing of ((await list()) as { items: I[] }).items) {
             const ready = condition(ing, 'Ready')?.status === 'True' && ing.status?.observedGeneration === ing.metadata.generation;
             if (ready) continue;
             const address = await addressFor(ing, api);
-            if (address !== undefined) await markIngressReady(api, namespace, ing.metadata, address);
+            if (address !== undefined) await markIngressReady(api, ing.metadata.namespace ?? '', ing.metadata, address);
           }
         } catch {
           // A conflict or a namespace going away: the next round sees the current state.

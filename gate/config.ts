@@ -1,10 +1,13 @@
 // Everything one gate process is told, with the defaults an in-cluster install uses.
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterVersions } from '../api/compatibility.ts';
 import type { NatsSecurity } from '../schemas/nats-auth.ts';
 import type { TracingConfig } from './shell/tracing.ts';
 
 export interface GateConfig {
   kubeConfig: KubeConfig;
+  /** Where the gate runs, as read at start (the metric prestart_gate_cluster_info shows it). */
+  clusterVersions?: ClusterVersions;
   /** Namespace of the gate's own objects: lease, certificate and key Secrets. */
   namespace: string;
   /** Distinguishes gates sharing one cluster (the lease name, webhook configuration name). */

@@ -62,6 +62,7 @@ export async function startGate(
   // Every apiserver call of the gate gives up in time: none can hang a worker or the lease.
   const tracing = await startTracing(config.tracing ?? tracingFromEnv());
   const metrics = createMetrics(false, tracing);
+  metrics.clusterInfo(config.clusterVersions);
   const kc = withRequestTimeout(config.kubeConfig, (config.apiTimeoutSeconds ?? DEFAULTS.apiTimeoutSeconds) * 1000, metrics.kubeRequest);
   const client = new KubeClient(kc);
   const caches = createCaches(kc, client, log, {

@@ -154,9 +154,20 @@ function readyMessage(status: PrestartRunStatus | undefined): string | undefined
   return status?.conditions.find((c) => c.type === 'Ready')?.message;
 }
 
-/** `kn prestart list`: held runs first, then the most recent; one line each. */
+/**
+ * `kn prestart list`: in one namespace, held runs first, then the most recent; across namespaces
+ * (-A), by namespace, then name, as kubectl sorts, so a namespace's runs stay together. One line each.
+ */
 export function renderRunList(runs: readonly RunObject[], now: Date): string {
+  const namespaces = new Set(runs.map((r) => r.metadata?.namespace ?? ''));
+  const name = (r: RunObject) => `${r.metadata?.namespace ?? ''}/${r.metadata?.name ?? ''}`;
   const rows = [...runs].sort((a, b) => {
+    if (namespaces.size > 1) {
+      const na = a.metadata?.namespace ?? '';
+      const nb = b.metadata?.namespace ?? '';
+      if (na !== nb) return na < nb ? -1 : 1;
+      return name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0;
+    }
     const heldA = a.status?.phase !== 'Released' ? 0 : 1;
     const heldB = b.status?.phase !== 'Released' ? 0 : 1;
     return heldA - heldB || created(b) - created(a);

@@ -40,7 +40,12 @@ export class BuildError extends Error {
 
 function expected(name: string): string {
   const s = FIRST_BUILD_SECONDS[name];
-  return s ? `; about ${Math.round(s / 60)} min on a 2-core machine` : '';
+  return s ? `; about ${roughly(s)} on a 2-core machine` : '';
+}
+
+/** A build estimate a person reads: seconds under a minute, whole minutes above. */
+export function roughly(seconds: number): string {
+  return seconds < 60 ? `${Math.max(5, Math.round(seconds / 5) * 5)} s` : `${Math.round(seconds / 60)} min`;
 }
 
 export async function buildBinaries(out: Output, signal: AbortSignal, opts: BuildOptions = {}): Promise<void> {

@@ -11,7 +11,7 @@ import pino from 'pino';
 import { applyManifests } from '../../devcluster/apply.ts';
 import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
 import { GATE_USER } from '../../devcluster/gate/env.ts';
-import { startIngressStandIn } from '../../devcluster/knative-client.ts';
+import { ALL_NAMESPACES, startIngressStandIn } from '../../devcluster/knative-client.ts';
 import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
 import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
 import { KNATIVE_NAMESPACE, startKnativeServingPods } from '../../devcluster/knative-serving-pods.ts';
@@ -74,7 +74,8 @@ export async function startServing(
   progress: (line: string) => void,
   node?: RealNode,
 ): Promise<Serving> {
-  const standIn = startIngressStandIn(cluster.kubeConfig, namespace);
+  // Every namespace, so that a Service the user creates elsewhere (as "Look around" invites) becomes Ready too.
+  const standIn = startIngressStandIn(cluster.kubeConfig, ALL_NAMESPACES);
   try {
     if (node) {
       const pods = await startKnativeServingPods(cluster, node, { progress });

@@ -11,6 +11,7 @@
 // counted by the leader only (gate/shell/observer.ts), and so are the gauges of what is held now,
 // computed from the informer caches at scrape time: summed over replicas, nothing counts twice.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ClusterVersions } from '../../api/compatibility.ts';
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
 import type { BrokerGauge } from '../core/broker-namespace.ts';
@@ -44,6 +45,8 @@ export interface Metrics {
   watch(source: HoldSource, isLeader: () => boolean): void;
   /** The Broker namespace gauge reads `source` at scrape time while the replica leads (gate/shell/broker-namespaces.ts). */
   brokerNamespaces(source: () => readonly BrokerGauge[]): void;
+  /** Where the gate runs: prestart_gate_cluster_info{kubernetes, knative_serving} 1 ("unknown" where unread). */
+  clusterInfo(versions: ClusterVersions | undefined): void;
   /** A leadership term starts with this queue: the observer forgets the last term, the queue reports here. */
   startTerm(queue: { readonly length: number; instruments?: QueueInstruments }): void;
 }
@@ -122,6 +125,12 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     registers,
   });
 
+  const clusterInfo = new Gauge({
+    name: 'prestart_gate_cluster_info',
+    help: "Where the gate runs: the apiserver's version and Knative Serving's release, as read at start",
+    labelNames: ['kubernetes', 'knative_serving'] as const,
+    registers,
+  });
   new Gauge({
     name: 'prestart_gate_held_revisions',
     help: 'Revisions held now (reported by the leader)',
@@ -265,6 +274,10 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
     brokerNamespaces(source) {
       brokers = source;
+    },
+    clusterInfo(versions) {
+      clusterInfo.reset();
+      clusterInfo.set({ kubernetes: versions?.kubernetes ?? 'unknown', knative_serving: versions?.knativeServing ?? 'unknown' }, 1);
     },
     startTerm(queue) {
       this.observer.reset();

@@ -26,10 +26,7 @@ const HEADER = ['| cell | versions | date | result | tests | time |', '|---|---|
 const cellText = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
 export function renderRows(results: readonly CellResult[]): string[] {
-  return [
-    ...HEADER,
-    ...results.map((r) => `| ${[r.id, r.versions, r.date, r.result, r.detail, r.time].map(cellText).join(' | ')} |`),
-  ];
+  return [...HEADER, ...results.map((r) => `| ${[r.id, r.versions, r.date, r.result, r.detail, r.time].map(cellText).join(' | ')} |`)];
 }
 
 /** The rows of a compatibility.md as written by renderRows (unknown rows are dropped). */

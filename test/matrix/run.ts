@@ -71,7 +71,12 @@ async function runCell(c: Cell): Promise<CellResult> {
   const built = await run('bash', [BUILD_SCRIPT_PATH, 'all'], versionsFile);
   const buildTime = minutes(performance.now() - t0);
   if (built.code !== 0) {
-    return { ...base, result: 'fail', detail: `the build failed (exit ${built.code}): ${BUILD_SCRIPT_PATH} all`, time: `build ${buildTime}` };
+    return {
+      ...base,
+      result: 'fail',
+      detail: `the build failed (exit ${built.code}): ${BUILD_SCRIPT_PATH} all`,
+      time: `build ${buildTime}`,
+    };
   }
   say(`${c.id}: built in ${buildTime}`);
 

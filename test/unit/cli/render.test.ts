@@ -111,3 +111,18 @@ test('list: held runs first, then the most recent, with what each waits on', (t)
   t.regex(lines[2] ?? '', /^team-a +demo-00002 +Running +1\/2 +5m0s +migrate Requested 40%: migrating table 3\/7$/);
   t.regex(lines[3] ?? '', /^team-a +demo-00001 +Released +1\/1 +1m0s$/);
 });
+
+test('list -A: by namespace, then name, as kubectl sorts', (t) => {
+  const at = (namespace: string, name: string, phase: 'Released' | 'Running'): RunObject => ({
+    ...run(phase, [{ name: 'db', phase: phase === 'Released' ? 'Succeeded' : 'Requested', attempt: 1 }]),
+    metadata: { name, namespace, creationTimestamp: new Date('2025-01-01T00:09:00.000Z') },
+  });
+  const rows = renderRunList(
+    [at('team-b', 'api-00001', 'Running'), at('team-a', 'web-00002', 'Released'), at('team-a', 'web-00001', 'Running')],
+    NOW,
+  )
+    .split('\n')
+    .slice(1)
+    .map((l) => l.split(/ +/).slice(0, 2).join('/'));
+  t.deepEqual(rows, ['team-a/web-00001', 'team-a/web-00002', 'team-b/api-00001']);
+});

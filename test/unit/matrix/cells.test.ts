@@ -9,7 +9,14 @@ const versionsEnv = readFileSync(new URL('../../../devcluster/versions.env', imp
 test('the six cells: Knative 1.23 on Kubernetes 1.34–1.36, 1.24 on 1.35–1.37', (t) => {
   t.deepEqual(
     CELLS.map((c) => c.id),
-    ['knative-1.23-k8s-1.34', 'knative-1.23-k8s-1.35', 'knative-1.23-k8s-1.36', 'knative-1.24-k8s-1.35', 'knative-1.24-k8s-1.36', 'knative-1.24-k8s-1.37'],
+    [
+      'knative-1.23-k8s-1.34',
+      'knative-1.23-k8s-1.35',
+      'knative-1.23-k8s-1.36',
+      'knative-1.24-k8s-1.35',
+      'knative-1.24-k8s-1.36',
+      'knative-1.24-k8s-1.37',
+    ],
   );
 });
 
@@ -45,13 +52,35 @@ test('cells are chosen by id or by prefix; an unknown name is refused with the l
     selectCells(['knative-1.23-k8s-1.35']).map((c) => c.id),
     ['knative-1.23-k8s-1.35'],
   );
-  t.throws(() => selectCells(['knative-1.22-k8s-1.33']), { message: /unknown cell knative-1\.22-k8s-1\.33; the cells: knative-1\.23-k8s-1\.34/ });
+  t.throws(() => selectCells(['knative-1.22-k8s-1.33']), {
+    message: /unknown cell knative-1\.22-k8s-1\.33; the cells: knative-1\.23-k8s-1\.34/,
+  });
 });
 
 test('a run of some cells keeps the rows of the others, and cells never run say so', (t) => {
   const doc = `# Compatibility\n\n${CELLS_MARKER}\n`;
-  const first = writeCells(doc, mergeResults([], [{ id: 'knative-1.23-k8s-1.34', versions: 'v', date: '2026-12-05', result: 'pass', detail: 'a: 1 passed, 0 failed', time: 'build 1 s' }]));
-  const second = writeCells(first, mergeResults(parseRows(first), [{ id: 'knative-1.24-k8s-1.37', versions: 'w', date: '2026-12-05', result: 'fail', detail: 'x | y', time: '' }]));
+  const first = writeCells(
+    doc,
+    mergeResults(
+      [],
+      [
+        {
+          id: 'knative-1.23-k8s-1.34',
+          versions: 'v',
+          date: '2026-12-05',
+          result: 'pass',
+          detail: 'a: 1 passed, 0 failed',
+          time: 'build 1 s',
+        },
+      ],
+    ),
+  );
+  const second = writeCells(
+    first,
+    mergeResults(parseRows(first), [
+      { id: 'knative-1.24-k8s-1.37', versions: 'w', date: '2026-12-05', result: 'fail', detail: 'x | y', time: '' },
+    ]),
+  );
   const rows = parseRows(second);
   t.is(rows.length, 6);
   t.is(rows.find((r) => r.id === 'knative-1.23-k8s-1.34')?.result, 'pass');

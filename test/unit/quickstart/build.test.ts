@@ -5,7 +5,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { BuildError, buildBinaries } from '../../../examples/quickstart/build.ts';
+import { BuildError, buildBinaries, roughly } from '../../../examples/quickstart/build.ts';
 import type { Output } from '../../../examples/quickstart/output.ts';
 
 async function script(t: ExecutionContext, body: string): Promise<string> {
@@ -63,4 +63,12 @@ test('an interrupt stops the build, and whatever it started, at once', async (t)
   setTimeout(() => interrupt.abort(), 300);
   await t.throwsAsync(build, { instanceOf: BuildError, message: 'interrupted while building the binaries' });
   t.true(performance.now() - started < 10_000, 'not after the sleep');
+});
+
+test('a build estimate reads as seconds under a minute, minutes above (never "about 0 min")', (t) => {
+  t.is(roughly(19), '20 s');
+  t.is(roughly(2), '5 s');
+  t.is(roughly(59), '60 s');
+  t.is(roughly(95), '2 min');
+  t.is(roughly(230), '4 min');
 });
