@@ -6,6 +6,8 @@
 //
 // This file loads little: the Kubernetes client and the gate take seconds to load, so they
 // load (run.ts) while the binaries are checked or built, and the first lines print at once.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { pinnedVersions } from '../../devcluster/binaries.ts';
 import { ClusterStartError } from '../../devcluster/errors.ts';
 import { realNodeUnavailable } from '../../devcluster/node-check.ts';
@@ -43,8 +45,24 @@ const rest = import('./run.ts');
 // Surfaced when awaited; not an unhandled rejection while the build runs.
 rest.catch(() => {});
 
+/**
+ * As root, where only the real node's Debian packages are missing, installs them the way `npm test`
+ * does (scripts/system-deps.sh), announced in one line, so the first command shows real pods.
+ * Returns why the real node still cannot run, when the install failed; undefined otherwise.
+ */
+function installNodePackages(): string | undefined {
+  const missing = realNodeUnavailable();
+  if (!missing?.includes('not installed')) return undefined;
+  out.say(
+    `installing the real node's Debian packages (containerd, runc, CNI plugins, iptables) with scripts/system-deps.sh (--node kwok skips this) ...`,
+  );
+  const script = fileURLToPath(new URL('../../scripts/system-deps.sh', import.meta.url));
+  const r = spawnSync('bash', [script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return r.status === 0 ? undefined : `real node: scripts/system-deps.sh failed (exit ${r.status ?? r.signal}); use kwok nodes`;
+}
+
 async function main(): Promise<void> {
-  const where = chooseWhere(opts.node, opts.broker, opts.node === 'kwok' ? undefined : realNodeUnavailable());
+  const where = chooseWhere(opts.node, opts.broker, opts.node === 'kwok' ? undefined : (installNodePackages() ?? realNodeUnavailable()));
   if ('error' in where) throw new QuickstartFailure(where.error);
   session.realNode = where.real;
   out.say(
