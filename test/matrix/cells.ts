@@ -47,7 +47,7 @@ export const KNATIVE_1_24: KnativeRelease = {
 
 /** Notes every Knative 1.24 cell carries: the parts of 1.24 this machine cannot get. */
 const KNATIVE_1_24_NOTES = [
-  "Serving v0.51.0's own code, built against knative.dev/pkg, networking, caching and hack at Knative 1.23's commits: 1.24's (October 2026) are refused by the Go module proxy and are in no fetchable snapshot",
+  "Serving v0.51.0's own code, built against knative.dev/pkg, networking, caching and hack at Knative 1.23's commits: 1.24's (October 2026) are refused by the Go module proxy and are in no fetchable snapshot. So built, Serving's webhook panics at start (`conflicting Schema URL: https://opentelemetry.io/schemas/1.43.0 and https://opentelemetry.io/schemas/1.41.0`, in knative.dev/pkg's observability/resource.Default): 1.24's OpenTelemetry modules beside 1.23's pkg. The cell cannot pass here until Knative 1.24's own pkg can be had",
   'Eventing 1.23 (v0.50.0) and kn 1.23 (v0.50.0): Eventing v0.51.0 is refused by the module proxy, and neither repository snapshot holds the 1.24 tag',
 ];
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { pinnedVersions } from '../../../devcluster/binaries.ts';
-import { CELLS, cellVersionsFile, KNATIVE_1_24, selectCells } from '../../matrix/cells.ts';
+import { CELLS, cellVersionsFile, KNATIVE_1_23, selectCells } from '../../matrix/cells.ts';
 import { CELLS_MARKER, mergeResults, parseRows, renderRows, writeCells } from '../../matrix/report.ts';
 
 const versionsEnv = readFileSync(new URL('../../../devcluster/versions.env', import.meta.url), 'utf8');
@@ -20,15 +20,15 @@ test('the six cells: Knative 1.23 on Kubernetes 1.34–1.36, 1.24 on 1.35–1.37
   );
 });
 
-test('the default versions file is the Knative 1.24 on Kubernetes 1.36 cell, replaces and all', (t) => {
+test('the default versions file is the Knative 1.23 on Kubernetes 1.36 cell', (t) => {
   const pinned = pinnedVersions();
-  const cell = CELLS.find((c) => c.id === 'knative-1.24-k8s-1.36');
+  const cell = CELLS.find((c) => c.id === 'knative-1.23-k8s-1.36');
   t.is(pinned.KUBERNETES_VERSION, cell?.kubernetesVersion);
-  t.is(pinned.KNATIVE_SERVING_VERSION, KNATIVE_1_24.servingVersion);
-  t.is(pinned.KNATIVE_SERVING_REPLACES, KNATIVE_1_24.servingReplaces);
-  t.is(pinned.KNATIVE_EVENTING_VERSION, KNATIVE_1_24.eventingVersion);
-  t.is(pinned.KN_VERSION, KNATIVE_1_24.knVersion);
-  t.is(pinned.KN_COMMIT, KNATIVE_1_24.knCommit);
+  t.is(pinned.KNATIVE_SERVING_VERSION, KNATIVE_1_23.servingVersion);
+  t.is(pinned.KNATIVE_SERVING_REPLACES, undefined, 'empty: v0.50.0 resolves as released');
+  t.is(pinned.KNATIVE_EVENTING_VERSION, KNATIVE_1_23.eventingVersion);
+  t.is(pinned.KN_VERSION, KNATIVE_1_23.knVersion);
+  t.is(pinned.KN_COMMIT, KNATIVE_1_23.knCommit);
 });
 
 test("a cell's versions file keeps every other pin and replaces the cell's", (t) => {
