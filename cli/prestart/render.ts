@@ -155,23 +155,12 @@ function readyMessage(status: PrestartRunStatus | undefined): string | undefined
 }
 
 /**
- * `kn prestart list`: in one namespace, held runs first, then the most recent; across namespaces
- * (-A), by namespace, then name, as kubectl sorts, so a namespace's runs stay together. One line each.
+ * `kn prestart list`: in one namespace, held runs first, then the most recent; with -A
+ * (`allNamespaces`), by namespace, then name, as kubectl sorts, so a namespace's runs stay
+ * together and a line is found where one looks for it. One line each.
  */
-export function renderRunList(runs: readonly RunObject[], now: Date): string {
-  const namespaces = new Set(runs.map((r) => r.metadata?.namespace ?? ''));
-  const name = (r: RunObject) => `${r.metadata?.namespace ?? ''}/${r.metadata?.name ?? ''}`;
-  const rows = [...runs].sort((a, b) => {
-    if (namespaces.size > 1) {
-      const na = a.metadata?.namespace ?? '';
-      const nb = b.metadata?.namespace ?? '';
-      if (na !== nb) return na < nb ? -1 : 1;
-      return name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0;
-    }
-    const heldA = a.status?.phase !== 'Released' ? 0 : 1;
-    const heldB = b.status?.phase !== 'Released' ? 0 : 1;
-    return heldA - heldB || created(b) - created(a);
-  });
+export function renderRunList(runs: readonly RunObject[], now: Date, opts: { allNamespaces?: boolean } = {}): string {
+  const rows = [...runs].sort(opts.allNamespaces ? byNamespaceThenName : (a, b) => held(a) - held(b) || created(b) - created(a));
   const table = [['NAMESPACE', 'REVISION', 'PHASE', 'HOOKS', 'AGE', 'WAITING ON / REASON']];
   for (const run of rows) {
     const status = run.status;
@@ -197,6 +186,20 @@ export function renderRunList(runs: readonly RunObject[], now: Date): string {
         .trimEnd(),
     )
     .join('\n');
+}
+
+/** 0 for a run that still holds its Revision, 1 once released: held ones sort first. */
+function held(run: RunObject): number {
+  return run.status?.phase !== 'Released' ? 0 : 1;
+}
+
+/** kubectl's order for a list across namespaces (the apiserver's key order): namespace, then name. */
+function byNamespaceThenName(a: RunObject, b: RunObject): number {
+  const key = (r: RunObject): [string, string] => [r.metadata?.namespace ?? '', r.metadata?.name ?? ''];
+  const [na, ma] = key(a);
+  const [nb, mb] = key(b);
+  if (na !== nb) return na < nb ? -1 : 1;
+  return ma < mb ? -1 : ma > mb ? 1 : 0;
 }
 
 function created(run: RunObject): number {

@@ -43,9 +43,13 @@ function expected(name: string): string {
   return s ? `; about ${roughly(s)} on a 2-core machine` : '';
 }
 
-/** A build estimate a person reads: seconds under a minute, whole minutes above. */
+/**
+ * A build estimate as a person reads it: to 5 s under a minute, whole minutes from there on, so a
+ * short build never reads "about 0 min".
+ */
 export function roughly(seconds: number): string {
-  return seconds < 60 ? `${Math.max(5, Math.round(seconds / 5) * 5)} s` : `${Math.round(seconds / 60)} min`;
+  const fives = Math.max(5, Math.round(seconds / 5) * 5);
+  return fives < 60 ? `${fives} s` : `${Math.round(seconds / 60)} min`;
 }
 
 export async function buildBinaries(out: Output, signal: AbortSignal, opts: BuildOptions = {}): Promise<void> {

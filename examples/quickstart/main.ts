@@ -6,16 +6,16 @@
 //
 // This file loads little: the Kubernetes client and the gate take seconds to load, so they
 // load (run.ts) while the binaries are checked or built, and the first lines print at once.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { pinnedVersions } from '../../devcluster/binaries.ts';
 import { ClusterStartError } from '../../devcluster/errors.ts';
-import { realNodeUnavailable } from '../../devcluster/node-check.ts';
+import { aptAvailable, missingNodePackages, realNodeUnavailable } from '../../devcluster/node-check.ts';
 import { parseArgs, USAGE } from './args.ts';
 import { BuildError, buildBinaries } from './build.ts';
 import { keepAlive, QuickstartFailure, Session } from './session.ts';
 import { seconds } from './summary.ts';
-import { buildTargets, chooseWhere } from './where.ts';
+import { buildTargets, chooseWhere, installsNodePackages } from './where.ts';
 
 const parsed = parseArgs(process.argv.slice(2), process.env);
 if (!parsed.ok) {
@@ -46,23 +46,29 @@ const rest = import('./run.ts');
 rest.catch(() => {});
 
 /**
- * As root, where only the real node's Debian packages are missing, installs them the way `npm test`
- * does (scripts/system-deps.sh), announced in one line, so the first command shows real pods.
- * Returns why the real node still cannot run, when the install failed; undefined otherwise.
+ * Where the demo would run on the real node and only its Debian packages are missing, installs
+ * them as `npm test` does (scripts/system-deps.sh), announced in one line, so that the first
+ * command shows real pods. Not root, or no apt: nothing here; chooseWhere() then says why it
+ * falls back to kwok. A failed install leaves its reason on stderr, and the fallback line says
+ * what is still missing.
  */
-function installNodePackages(): string | undefined {
-  const missing = realNodeUnavailable();
-  if (!missing?.includes('not installed')) return undefined;
+async function installNodePackages(): Promise<void> {
+  const host = { root: process.getuid?.() === 0, apt: aptAvailable(), missing: missingNodePackages() };
+  if (!installsNodePackages(opts.node, opts.broker, host)) return;
   out.say(
-    `installing the real node's Debian packages (containerd, runc, CNI plugins, iptables) with scripts/system-deps.sh (--node kwok skips this) ...`,
+    "quickstart: installing the real node's Debian packages (containerd, runc, CNI plugins, buildah) with scripts/system-deps.sh (--node kwok skips this) ...",
   );
   const script = fileURLToPath(new URL('../../scripts/system-deps.sh', import.meta.url));
-  const r = spawnSync('bash', [script], { stdio: ['ignore', 'ignore', 'inherit'] });
-  return r.status === 0 ? undefined : `real node: scripts/system-deps.sh failed (exit ${r.status ?? r.signal}); use kwok nodes`;
+  const child = spawn('bash', [script, 'real-node'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await new Promise<void>((resolve) => {
+    child.on('error', () => resolve());
+    child.on('close', () => resolve());
+  });
 }
 
 async function main(): Promise<void> {
-  const where = chooseWhere(opts.node, opts.broker, opts.node === 'kwok' ? undefined : (installNodePackages() ?? realNodeUnavailable()));
+  await installNodePackages();
+  const where = chooseWhere(opts.node, opts.broker, opts.node === 'kwok' ? undefined : realNodeUnavailable());
   if ('error' in where) throw new QuickstartFailure(where.error);
   session.realNode = where.real;
   out.say(

@@ -20,6 +20,24 @@ export function chooseWhere(choice: NodeChoice, broker: boolean, unavailable: st
   return choice === 'real' ? { error: why } : { real: false, note: `no real pods here (${why}): the demo runs on kwok nodes` };
 }
 
+/** What the host offers for the real node: root, apt, and the packages it lacks (missingNodePackages()). */
+export interface NodeHost {
+  root: boolean;
+  apt: boolean;
+  missing: readonly string[];
+}
+
+/**
+ * Whether the quickstart first installs the real node's Debian packages (scripts/system-deps.sh,
+ * as `npm test` does), so that the first command shows real pods: only where the demo would use
+ * the real node (not with `--node kwok`, nor `--broker`, which runs on kwok), only as root with
+ * apt, and only when some are missing. Elsewhere chooseWhere() says why it falls back, as before.
+ */
+export function installsNodePackages(choice: NodeChoice, broker: boolean, host: NodeHost): boolean {
+  if (choice === 'kwok' || broker) return false;
+  return host.root && host.apt && host.missing.length > 0;
+}
+
 /**
  * What build-binaries.sh builds for the demo: on kwok nodes its `quickstart` target; on the real
  * node the same without kwok (no kwok node runs), plus the kubelet, kube-proxy, CoreDNS and

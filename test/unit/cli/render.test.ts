@@ -112,17 +112,37 @@ test('list: held runs first, then the most recent, with what each waits on', (t)
   t.regex(lines[3] ?? '', /^team-a +demo-00001 +Released +1\/1 +1m0s$/);
 });
 
-test('list -A: by namespace, then name, as kubectl sorts', (t) => {
-  const at = (namespace: string, name: string, phase: 'Released' | 'Running'): RunObject => ({
+test('list -A: by namespace, then name, as kubectl sorts, whether held or not', (t) => {
+  const at = (namespace: string, name: string, phase: 'Released' | 'Running', minute: number): RunObject => ({
     ...run(phase, [{ name: 'db', phase: phase === 'Released' ? 'Succeeded' : 'Requested', attempt: 1 }]),
-    metadata: { name, namespace, creationTimestamp: new Date('2025-01-01T00:09:00.000Z') },
+    metadata: { name, namespace, creationTimestamp: new Date(`2025-01-01T00:0${minute}:00.000Z`) },
   });
-  const rows = renderRunList(
-    [at('team-b', 'api-00001', 'Running'), at('team-a', 'web-00002', 'Released'), at('team-a', 'web-00001', 'Running')],
-    NOW,
-  )
-    .split('\n')
-    .slice(1)
-    .map((l) => l.split(/ +/).slice(0, 2).join('/'));
-  t.deepEqual(rows, ['team-a/web-00001', 'team-a/web-00002', 'team-b/api-00001']);
+  const runs = [
+    at('team-b', 'api-00001', 'Running', 9),
+    at('team-a', 'web-00002', 'Released', 8),
+    at('team-a', 'web-00001', 'Running', 1),
+    at('team-a', 'api-00003', 'Released', 2),
+  ];
+  const order = (text: string) =>
+    text
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/ +/).slice(0, 2).join('/'));
+  t.deepEqual(order(renderRunList(runs, NOW, { allNamespaces: true })), [
+    'team-a/api-00003',
+    'team-a/web-00001',
+    'team-a/web-00002',
+    'team-b/api-00001',
+  ]);
+  const oneNamespace = runs.filter((r) => r.metadata?.namespace === 'team-a');
+  t.deepEqual(
+    order(renderRunList(oneNamespace, NOW, { allNamespaces: true })),
+    ['team-a/api-00003', 'team-a/web-00001', 'team-a/web-00002'],
+    '-A with runs in one namespace only: still by name',
+  );
+  t.deepEqual(
+    order(renderRunList(oneNamespace, NOW)),
+    ['team-a/web-00001', 'team-a/web-00002', 'team-a/api-00003'],
+    'without -A: held first, then the most recent',
+  );
 });

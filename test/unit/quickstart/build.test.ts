@@ -43,6 +43,19 @@ echo "build-binaries: kubernetes built in 1s" >&2`,
   t.regex(lines.at(-1) ?? '', /^binaries: cached in .*\/bin \(etcd\)$/, 'the instant ones are one line');
 });
 
+test('a short first build is announced in seconds, not "about 0 min"', async (t) => {
+  const file = await script(
+    t,
+    `
+echo "build-binaries: building knative-serving-images ..." >&2
+sleep 0.5
+echo "build-binaries: knative-serving-images built in 0s" >&2`,
+  );
+  const { out, lines } = plainOutput();
+  await buildBinaries(out, new AbortController().signal, { script: file, cacheHitMs: 100, plainTickMs: 60_000 });
+  t.is(lines[0], 'binaries: building knative-serving-images (first run only; about 20 s on a 2-core machine) ...');
+});
+
 test('a failed build ends in one line naming the script and its last words', async (t) => {
   const file = await script(t, `echo "build-binaries: no Go toolchain on PATH: install Go >= 1.24 and retry" >&2; exit 1`);
   const { out, lines } = plainOutput();
@@ -68,7 +81,9 @@ test('an interrupt stops the build, and whatever it started, at once', async (t)
 test('a build estimate reads as seconds under a minute, minutes above (never "about 0 min")', (t) => {
   t.is(roughly(19), '20 s');
   t.is(roughly(2), '5 s');
-  t.is(roughly(59), '60 s');
-  t.is(roughly(95), '2 min');
+  t.is(roughly(42), '40 s');
+  t.is(roughly(57), '55 s');
+  t.is(roughly(59), '1 min', 'never "60 s"');
+  t.is(roughly(92), '2 min');
   t.is(roughly(230), '4 min');
 });
