@@ -71,6 +71,11 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
       'keep Triggers for Broker hooks; the reply Trigger delivers to this URL (in cluster: http://knative-prestart-gate.knative-prestart.svc/)',
     )
     .option('--broker-proxy <url>', 'HTTP proxy for Broker delivery (default: HTTP_PROXY / HTTPS_PROXY / NO_PROXY)', proxyUrl)
+    .option(
+      '--broker-class <class>',
+      'also send to Brokers of this class (repeatable); its controller must write the Broker status and give the audience Eventing gives (default: MTChannelBasedBroker, Kafka, KafkaNamespaced)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--nats <servers>', 'NATS servers for the JetStream transport, comma-separated, e.g. nats://nats-0:4222,nats://nats-1:4222')
     .option(
       '--nats-replicas <n>',
@@ -190,7 +195,13 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     source: DEFAULTS.source,
     nats: natsConfig(o),
     triggers: o.triggerReplyUri === undefined ? undefined : { replyUri: String(o.triggerReplyUri) },
-    broker: o.brokerProxy === undefined ? undefined : { proxy: String(o.brokerProxy) },
+    broker:
+      o.brokerProxy === undefined && o.brokerClass === undefined
+        ? undefined
+        : {
+            ...(o.brokerProxy === undefined ? {} : { proxy: String(o.brokerProxy) }),
+            ...(o.brokerClass === undefined ? {} : { classes: o.brokerClass as unknown as string[] }),
+          },
     ...identityConfig(o),
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),

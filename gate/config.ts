@@ -55,6 +55,11 @@ export interface GateConfig {
      * Unset: HTTP_PROXY / HTTPS_PROXY / NO_PROXY decide.
      */
     proxy?: string;
+    /**
+     * Broker classes trusted besides emitter/broker-address.ts's KNOWN_BROKER_CLASSES: the gate
+     * sends only to a Broker of a class whose controller writes its status (--broker-class).
+     */
+    classes?: string[];
   };
   /**
    * Sender identity (docs/protocol.md "Sender identity"). Absent: replies are trusted on their

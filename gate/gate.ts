@@ -30,7 +30,7 @@ import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
-import { createTokenSource, kubeMintToken } from './shell/sa-tokens.ts';
+import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './shell/sa-tokens.ts';
 import { startTracing, tracingFromEnv } from './shell/tracing.ts';
 import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
 import { parseLabelSelector } from './webhooks/label-selector.ts';
@@ -130,7 +130,10 @@ export async function startGate(
   // The gate's token for hooks that name an audience (direct HTTP) and for Brokers that announce
   // one (Knative Eventing's sender identity); minted only when one does.
   const gateTokens = createTokenSource(
-    kubeMintToken(kc, { serviceAccount: config.serviceAccount ?? { namespace: DEFAULTS.namespace, name: 'knative-prestart-gate' } }),
+    refuseApiserverAudiences(
+      kubeMintToken(kc, { serviceAccount: config.serviceAccount ?? { namespace: DEFAULTS.namespace, name: 'knative-prestart-gate' } }),
+      kubeAcceptedByApiserver(kc),
+    ),
   );
   const transports: Transports = createTransports({
     http: {
@@ -140,7 +143,7 @@ export async function startGate(
       },
     },
     broker: {
-      resolveBrokerUrl: kubeBrokerResolver(async () => kc),
+      resolveBrokerUrl: kubeBrokerResolver(async () => kc, config.broker?.classes),
       bearerFor: (audience) => gateTokens.token(audience),
       ...(config.broker?.proxy === undefined ? {} : { proxy: config.broker.proxy }),
     },

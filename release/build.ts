@@ -26,6 +26,7 @@ export const RELEASE_FILES = {
     '100-prestartrun-crd.yaml',
     '200-hold-policy.yaml',
     '210-stamp-policy.yaml',
+    '220-revision-pods-policy.yaml',
     '300-rbac.yaml',
     '400-webhooks.yaml',
     '500-gate.yaml',

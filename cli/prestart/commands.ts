@@ -140,7 +140,9 @@ export function registerPrestartCommands(program: Command, io: PrestartIo = proc
         return;
       }
       const where = o.allNamespaces ? '' : ` in ${namespace} (-A: every namespace)`;
-      io.out(shown.length === 0 ? `No held or recent PrestartRuns${where}.` : renderRunList(shown, now, { allNamespaces: o.allNamespaces }));
+      io.out(
+        shown.length === 0 ? `No held or recent PrestartRuns${where}.` : renderRunList(shown, now, { allNamespaces: o.allNamespaces }),
+      );
     }),
   );
 

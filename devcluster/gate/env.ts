@@ -31,12 +31,14 @@ export function installedCluster(): Promise<Cluster> {
     await applyManifests(cluster.kubeConfig, await knativeServingCrdDir());
     // The CRDs, the hold policies and RBAC as installed; not 400-webhooks/500-gate, which point
     // at an in-cluster Service: each test gate registers its own url-based configuration.
-    // 210: the stamp policy, which the Revision webhook (failing open) relies on.
+    // 210: the stamp policy, which the Revision webhook (failing open) relies on. 220: a released
+    // Revision's pods and ReplicaSets, which the cluster's own controllers still make.
     for (const file of [
       '100-prestarthook-crd.yaml',
       '100-prestartrun-crd.yaml',
       '200-hold-policy.yaml',
       '210-stamp-policy.yaml',
+      '220-revision-pods-policy.yaml',
       '300-rbac.yaml',
     ]) {
       await applyManifests(cluster.kubeConfig, `${configDir}${file}`);
@@ -54,6 +56,8 @@ export interface GateEnv extends HookMethods, RevisionMethods {
   gate: RunningGate;
   /** Where the gate's identity kubeconfig is (for gates run as processes). */
   gateKubeconfigPath: string;
+  /** What the in-process gate logged at its level (GATE_LOG_LEVEL, default warn), one JSON line each; also written to stderr. */
+  gateLog: string[];
   custom: CustomObjectsApi;
   core: CoreV1Api;
   apps: AppsV1Api;
@@ -124,6 +128,7 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
     instance,
     gate: undefined as unknown as RunningGate,
     gateKubeconfigPath,
+    gateLog: [],
     custom: admin.makeApiClient(CustomObjectsApi),
     core,
     apps: admin.makeApiClient(AppsV1Api),
@@ -145,7 +150,15 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
           ...(nats ? { nats: { servers: nats } } : {}),
           ...kept,
         },
-        pino({ name: instance, level: process.env.GATE_LOG_LEVEL ?? 'warn' }),
+        pino(
+          { name: instance, level: process.env.GATE_LOG_LEVEL ?? 'warn' },
+          {
+            write(line: string) {
+              env.gateLog.push(line);
+              process.stderr.write(line);
+            },
+          },
+        ),
       );
       await waitFor(() => env.gate.isLeader(), { timeoutMs: 30_000, what: `gate ${instance} to lead` });
       return env.gate;

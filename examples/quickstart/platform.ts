@@ -68,12 +68,7 @@ export interface Serving {
   stop(): Promise<void>;
 }
 
-export async function startServing(
-  cluster: Cluster,
-  namespace: string,
-  progress: (line: string) => void,
-  node?: RealNode,
-): Promise<Serving> {
+export async function startServing(cluster: Cluster, progress: (line: string) => void, node?: RealNode): Promise<Serving> {
   // Every namespace, so that a Service the user creates elsewhere (as "Look around" invites) becomes Ready too.
   const standIn = startIngressStandIn(cluster.kubeConfig, ALL_NAMESPACES);
   try {

@@ -68,7 +68,7 @@ export async function runDemo(session: Session): Promise<void> {
 
   const started = cluster;
   const serving: Serving = await session.phase('Knative', () =>
-    step(() => 'Knative Serving to start', startServing(started, DEMO.namespace, progress('knative'), node)),
+    step(() => 'Knative Serving to start', startServing(started, progress('knative'), node)),
   );
   session.onStop('Knative Serving', () => serving.stop());
   out.say(`${ok} Knative Serving ${versions.KNATIVE_SERVING_VERSION} ready in ${took('Knative')}: ${serving.how}`);

@@ -3,7 +3,14 @@
 // TokenRequest API (serviceaccounts/token create on the gate's ServiceAccount, config/300-rbac.yaml),
 // kept and replaced at 80% of their lifetime so a request never leaves with a token about to
 // expire, and never logged.
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+//
+// A token the apiserver itself accepts would *be* the gate (its release verb, its reply-signing
+// key, its webhook configurations) in the hands of whoever receives it. An audience is free text
+// (identity.audience) or read from a Broker's status, so every freshly minted token is first shown
+// to the apiserver with its own audiences (a TokenReview naming none): if it authenticates, it is
+// thrown away and the audience refused (`refuseApiserverAudiences`). Asking the apiserver, rather
+// than comparing with its issuer URL, also covers --api-audiences lists and issuers we cannot see.
+import { AuthenticationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 
 export interface TokenSourceOptions {
   /** The gate's ServiceAccount. */
@@ -64,6 +71,41 @@ export function createTokenSource(mint: MintToken, now: () => number = Date.now)
       return pending;
     },
   };
+}
+
+/** Whether the apiserver takes `token` as a credential for itself. */
+export type AcceptedByApiserver = (token: string) => Promise<boolean>;
+
+/** A refused audience is not minted for again for this long (the apiserver's audiences change only with its flags). */
+export const REFUSAL_KEPT_MS = 5 * 60_000;
+
+/**
+ * `mint`, but a token the apiserver accepts is never handed out: its audience is refused with one
+ * reason, for REFUSAL_KEPT_MS.
+ */
+export function refuseApiserverAudiences(mint: MintToken, accepted: AcceptedByApiserver, now: () => number = Date.now): MintToken {
+  const refused = new Map<string, number>();
+  const refusal = (audience: string) =>
+    new Error(
+      `the apiserver accepts a token for the audience ${JSON.stringify(audience)}: one sent there would be the gate's own credentials, so the gate mints none for it`,
+    );
+  return async (audience) => {
+    const until = refused.get(audience);
+    if (until !== undefined && now() < until) throw refusal(audience);
+    const minted = await mint(audience);
+    if (await accepted(minted.token)) {
+      refused.set(audience, now() + REFUSAL_KEPT_MS);
+      throw refusal(audience);
+    }
+    refused.delete(audience);
+    return minted;
+  };
+}
+
+/** TokenReview naming no audience: the apiserver judges the token against its own (--api-audiences, else its issuer). */
+export function kubeAcceptedByApiserver(kc: KubeConfig): AcceptedByApiserver {
+  const api = kc.makeApiClient(AuthenticationV1Api);
+  return async (token) => (await api.createTokenReview({ body: { spec: { token } } })).status?.authenticated === true;
 }
 
 /** TokenRequest on the gate's ServiceAccount through `kc` (counted in prestart_gate_kube_requests_total). */

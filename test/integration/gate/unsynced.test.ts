@@ -60,12 +60,14 @@ test.serial(
     // Not ready, and the probe says why.
     const readiness = await waitFor(async () => get(`${sink}/readyz`).catch(() => undefined), { what: 'the gate to answer /readyz' });
     t.is(readiness.status, 503);
+    // /healthz may turn 503 (not listed for longer than watchFailureSeconds) before the failed
+    // list's error is recorded, on a loaded machine: wait for the reason, which is what is checked.
     const liveness = await waitFor(
       async () => {
         const res = await get(`${sink}/healthz`);
-        return res.status === 503 ? res : undefined;
+        return res.status === 503 && res.text.includes('HTTP 403') ? res : undefined;
       },
-      { what: '/healthz to report the failing list' },
+      { what: '/healthz to report the failing list with its reason' },
     );
     t.regex(liveness.text, /prestarthooks: not listed yet: HTTP 403: .* cannot list resource "prestarthooks"/);
     t.regex((await get(`${sink}/readyz`)).text, /prestarthooks: not listed yet/);

@@ -5,8 +5,8 @@
 //
 // Stand-ins, because no Knative Eventing runs in this file (test/e2e/broker-identity.test.ts runs
 // the real one with `authentication-oidc: enabled`):
-// - the Broker's status (address url and audience) is written by the test as Eventing's Broker
-//   reconciler writes it, and the url points at a plain HTTP server of the test standing in for
+// - the Broker's class annotation (Eventing's webhook defaults it) and status (Ready, address url
+//   and audience) are written by the test as Eventing writes them, and the url points at a plain HTTP server of the test standing in for
 //   the broker ingress: it records what the gate sends, and the test checks the Bearer token with
 //   the apiserver's TokenReview, as the ingress checks it against the apiserver's OIDC keys;
 // - the reply Trigger's status.auth.serviceAccountName and that ServiceAccount are written by the
@@ -18,10 +18,12 @@ import { applyManifests } from '../../../devcluster/apply.ts';
 import { GATE_USER, type GateEnv, gateEnv, installedCluster } from '../../../devcluster/gate/env.ts';
 import type { ReceivedRequest } from '../../../devcluster/gate/hook-server.ts';
 import { completedFor } from '../../../devcluster/gate/replies.ts';
+import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { knativeEventingCrdFiles } from '../../../devcluster/knative.ts';
 import { kubeRequest } from '../../../devcluster/kube-request.ts';
 import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../../devcluster/shared.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
+import { BROKER_CLASS_ANNOTATION, brokerAudience } from '../../../emitter/broker-address.ts';
 import { toBinary } from '../../../schemas/index.ts';
 import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
 import { replyTriggerName, requestTriggerName } from '../../../triggers/names.ts';
@@ -35,8 +37,6 @@ delete process.env[CLUSTER_DIR_ENV];
 
 const BROKER = 'default';
 const PLAIN = 'plain';
-/** What Eventing writes as a Broker's status.address.audience (pkg/auth/audience.go: group/kind/namespace/name). */
-const brokerAudience = (ns: string, name: string) => `eventing.knative.dev/broker/${ns}/${name}`;
 
 let env: GateEnv;
 let ingress: FakeIngress;
@@ -63,16 +63,36 @@ test.before(async () => {
   await createBroker(PLAIN, undefined);
 });
 
-/** A Broker with the status Eventing's reconciler would write: Ready, its address, and its audience when OIDC is on. */
-async function createBroker(name: string, audience: string | undefined): Promise<void> {
+/**
+ * A Broker with the class Eventing's webhook defaults and the status its reconciler would write:
+ * Ready for its generation, its address, and its audience when OIDC is on. `forged` changes what
+ * a namespace editor may write instead (brokers/status is in Eventing's aggregated edit role).
+ */
+async function createBroker(
+  name: string,
+  audience: string | undefined,
+  forged: { brokerClass?: string; ready?: 'True' | 'False' } = {},
+): Promise<void> {
   const base = `/apis/eventing.knative.dev/v1/namespaces/${env.namespace}/brokers`;
-  const created = await kubeRequest(env.admin, 'POST', base, { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', metadata: { name } });
+  const created = await kubeRequest(env.admin, 'POST', base, {
+    apiVersion: 'eventing.knative.dev/v1',
+    kind: 'Broker',
+    metadata: { name, annotations: { [BROKER_CLASS_ANNOTATION]: forged.brokerClass ?? 'MTChannelBasedBroker' } },
+  });
   if (created.status >= 300) throw new Error(`create Broker ${name}: ${JSON.stringify(created.body)}`);
+  const generation = (created.body as { metadata: { generation: number } }).metadata.generation;
+  const ready = forged.ready ?? 'True';
   const status = await kubeRequest(
     env.admin,
     'PATCH',
     `${base}/${name}/status`,
-    { status: { address: { url: `${ingress.url}/${env.namespace}/${name}`, ...(audience ? { audience } : {}) } } },
+    {
+      status: {
+        observedGeneration: generation,
+        conditions: [{ type: 'Ready', status: ready, ...(ready === 'True' ? {} : { reason: 'FilterNotReady' }) }],
+        address: { url: `${ingress.url}/${env.namespace}/${name}`, ...(audience ? { audience } : {}) },
+      },
+    },
     'application/merge-patch+json',
   );
   if (status.status >= 300) throw new Error(`Broker ${name} status: ${JSON.stringify(status.body)}`);
@@ -214,5 +234,80 @@ test.serial(
     const delivered = await postReply(req, 'succeeded', await tokenOf(ns, 'replies-oidc', DEFAULT_SINK_AUDIENCE));
     t.is(delivered.status, 202, await delivered.text());
     await env.waitReleased('bus-00001');
+  },
+);
+
+/** The audiences the apiserver takes tokens for: its issuer (no --api-audiences is set here), as it publishes it. */
+async function apiserverAudience(): Promise<string> {
+  const res = await kubeRequest(env.admin, 'GET', '/.well-known/openid-configuration');
+  return (res.body as { issuer: string }).issuer;
+}
+
+/** The gate's warnings that name `what`, once one is logged. */
+const gateWarned = (what: RegExp, label: string) =>
+  waitFor(() => env.gateLog.find((line) => what.test(line)), { timeoutMs: 30_000, what: `the gate's warning: ${label}` });
+
+test.serial(
+  "a forged Broker status borrows nothing: the apiserver's audience, another Broker's, a class nobody reconciles, not Ready: nothing sent, each said",
+  async (t) => {
+    const ns = env.namespace;
+    const apiserver = await apiserverAudience();
+    // The attack, shown to be worth making: a token of the gate for the apiserver's audience is
+    // the gate at the apiserver (what the gate would have sent to the forged ingress).
+    const stolen = await tokenOf('knative-prestart', 'knative-prestart-gate', apiserver);
+    const asApiserver = await env.admin.makeApiClient(AuthenticationV1Api).createTokenReview({ body: { spec: { token: stolen } } });
+    t.true(asApiserver.status?.authenticated, 'the apiserver takes a gate token minted for its audience');
+    t.is(asApiserver.status?.user?.username, GATE_USER);
+
+    const cases = [
+      { label: 'apiserver', audience: apiserver, forged: {}, said: /announces the audience \\"https?:[^"]*\\", but Eventing gives it/ },
+      {
+        label: 'other',
+        audience: brokerAudience(ns, BROKER),
+        forged: {},
+        said: /announces the audience \\"eventing\.knative\.dev\/broker\/[^"]*\/default\\"/,
+      },
+      {
+        label: 'unowned',
+        audience: brokerAudience(ns, 'forged-unowned'),
+        forged: { brokerClass: 'Homemade' },
+        said: /has class \\"Homemade\\", which is not one the gate trusts to write its status/,
+      },
+      {
+        label: 'notready',
+        audience: undefined as string | undefined,
+        forged: { ready: 'False' as const },
+        said: /is not Ready \(Ready=False \(FilterNotReady\)\)/,
+      },
+    ];
+    for (const c of cases) {
+      const broker = `forged-${c.label}`;
+      await createBroker(broker, c.audience, c.forged);
+      await brokerHookHolding(c.label, broker, [`${c.label}-00001`]);
+    }
+    for (const c of cases) {
+      const line = await gateWarned(new RegExp(`Broker ${ns}/forged-${c.label} .*`), c.label);
+      t.regex(line, c.said, c.label);
+      t.true(isHeld(await env.getRevision(`${c.label}-00001`)), `${c.label}: still held`);
+    }
+    for (const c of cases) t.deepEqual(ingress.hitsFor(`/${ns}/forged-${c.label}`), [], `${c.label}: nothing reached its ingress`);
+  },
+);
+
+test.serial(
+  "identity.audience naming the apiserver's audience: the gate mints nothing for it and sends nothing, and says why",
+  async (t) => {
+    const apiserver = await apiserverAudience();
+    const hook = `${env.instance}-direct`;
+    await env.createHook(hook, {
+      match: env.annotationMatch('bident', 'direct'),
+      delivery: { transport: 'http', url: `${ingress.url}/direct` },
+      identity: { audience: apiserver },
+    });
+    await env.waitUntilStamped(hook, { bident: 'direct' });
+    await env.createRevision('direct-00001', { annotations: { bident: 'direct' } });
+    const line = await gateWarned(/the apiserver accepts a token for the audience/, 'identity.audience refused');
+    t.regex(line, /one sent there would be the gate's own credentials, so the gate mints none for it/);
+    t.deepEqual(ingress.hitsFor('/direct'), [], 'the hook got no request (a request never goes without its token)');
   },
 );

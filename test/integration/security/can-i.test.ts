@@ -78,6 +78,31 @@ const QUESTIONS: Question[] = [
     allowed: [],
   },
   {
+    what: "make a Revision's pods (create revisionpods.prestart.dev, cluster-wide)",
+    attrs: { group: 'prestart.dev', resource: 'revisionpods', verb: 'create' },
+    allowed: [],
+  },
+  {
+    what: "change what a Revision's running pod runs (update revisionpods.prestart.dev, cluster-wide)",
+    attrs: { group: 'prestart.dev', resource: 'revisionpods', verb: 'update' },
+    allowed: [],
+  },
+  {
+    what: "change a Revision's ReplicaSets (update revisionreplicasets.prestart.dev, cluster-wide)",
+    attrs: { group: 'prestart.dev', resource: 'revisionreplicasets', verb: 'update' },
+    allowed: [],
+  },
+  {
+    what: "patch pods in the tenant namespace (policy: never a Revision's images or labels)",
+    attrs: core('patch', 'pods', tenantNs),
+    allowed: ['ns editor', 'ns * role'],
+  },
+  {
+    what: 'exec into pods in the tenant namespace (CONNECT: no policy sees the pod; an admin takes it from tenants of hooked namespaces)',
+    attrs: { group: '', resource: 'pods', subresource: 'exec', verb: 'create', namespace: tenantNs },
+    allowed: ['ns editor', 'ns * role'],
+  },
+  {
     what: 'create Jobs in the tenant namespace',
     attrs: { group: 'batch', resource: 'jobs', verb: 'create', namespace: tenantNs },
     allowed: ['job hook', 'ns editor', 'ns * role'],
@@ -238,6 +263,21 @@ test("Knative's controller is the one identity that makes Revisions' Deployments
   t.true(await canI(knative, { group: 'prestart.dev', resource: 'revisiondeployments', verb: 'write' }));
   t.false(await canI(knative, { group: 'prestart.dev', resource: 'prestartruns', verb: 'release' }), 'Knative does not release');
   t.false(await canI(knative, { group: 'prestart.dev', resource: 'approvals', name: tenantNs, verb: 'approve' }), 'nor approve');
+});
+
+test("the cluster's ReplicaSet and Deployment controllers make a Revision's pods and ReplicaSets; nobody changes a running pod's", async (t) => {
+  const controller = (name: string) =>
+    kubeconfigOf(`system:serviceaccount:kube-system:${name}`, ['system:serviceaccounts', 'system:serviceaccounts:kube-system']);
+  const [replicasets, deployments] = await Promise.all([controller('replicaset-controller'), controller('deployment-controller')]);
+  const pods = (verb: string) => ({ group: 'prestart.dev', resource: 'revisionpods', verb });
+  const sets = (verb: string) => ({ group: 'prestart.dev', resource: 'revisionreplicasets', verb });
+  t.true(await canI(replicasets, pods('create')));
+  t.false(await canI(replicasets, pods('update')));
+  t.false(await canI(replicasets, sets('update')));
+  t.true(await canI(deployments, sets('create')));
+  t.true(await canI(deployments, sets('update')));
+  t.false(await canI(deployments, pods('create')));
+  t.false(await canI(deployments, pods('update')));
 });
 
 test('why the policies ask cluster-wide: a namespace Role with verbs ["*"] holds every custom verb in its namespace', async (t) => {

@@ -1,7 +1,7 @@
 // The gate's own tokens for hooks (gate/shell/sa-tokens.ts): kept per audience, replaced at 80%
 // of their life, the old one used while a refresh fails and it still lives.
 import test from 'ava';
-import { createTokenSource, refreshAt } from '../../../gate/shell/sa-tokens.ts';
+import { createTokenSource, REFUSAL_KEPT_MS, refreshAt, refuseApiserverAudiences } from '../../../gate/shell/sa-tokens.ts';
 
 test('a token is replaced at 80% of its lifetime', (t) => {
   t.is(refreshAt(0, 1000), 800);
@@ -44,4 +44,28 @@ test('a failed refresh keeps the live token; an expired one is never handed out'
   t.is(await source.token('a'), 'tok');
   now = 1000;
   await t.throwsAsync(source.token('a'), { message: /unavailable/ });
+});
+
+test('a token the apiserver accepts is never handed out: its audience is refused, and not minted for again for a while', async (t) => {
+  let now = 0;
+  const mints: string[] = [];
+  const mint = refuseApiserverAudiences(
+    async (audience) => {
+      mints.push(audience);
+      return { token: `tok-for-${audience}`, expiresAt: now + 3_600_000 };
+    },
+    async (token) => token === 'tok-for-https://kubernetes.default.svc',
+    () => now,
+  );
+  const err = await t.throwsAsync(mint('https://kubernetes.default.svc'));
+  t.is(
+    err?.message,
+    'the apiserver accepts a token for the audience "https://kubernetes.default.svc": one sent there would be the gate\'s own credentials, so the gate mints none for it',
+  );
+  await t.throwsAsync(mint('https://kubernetes.default.svc'), { message: /the apiserver accepts/ });
+  t.is(mints.length, 1, 'refused without minting again');
+  now = REFUSAL_KEPT_MS;
+  await t.throwsAsync(mint('https://kubernetes.default.svc'));
+  t.is(mints.length, 2, 'asked again once the refusal has aged');
+  t.is((await mint('eventing.knative.dev/broker/shop/default')).token, 'tok-for-eventing.knative.dev/broker/shop/default');
 });

@@ -22,6 +22,7 @@ test('every manifest parses and names itself as part of knative-prestart', (t) =
     '100-prestarthook-crd.yaml',
     '100-prestartrun-crd.yaml',
     '200-hold-policy.yaml',
+    '220-revision-pods-policy.yaml',
     '300-rbac.yaml',
     '400-webhooks.yaml',
     '500-gate.yaml',
@@ -70,6 +71,8 @@ test('each policy fails closed and is bound to deny', (t) => {
     'prestart-protect-runs',
     'prestart-stamp-revisions',
     'prestart-knative-status',
+    'prestart-revision-pods',
+    'prestart-revision-replicasets',
   ]) {
     t.is(get(find('ValidatingAdmissionPolicy', name), 'spec.failurePolicy'), 'Fail', name);
     const binding = find('ValidatingAdmissionPolicyBinding', name);

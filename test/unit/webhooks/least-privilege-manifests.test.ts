@@ -34,7 +34,13 @@ const grants = (rule: Rule, resource: string, verb: string) =>
   (rule.resources ?? []).includes(resource) && (rule.verbs.includes(verb) || rule.verbs.includes('*'));
 
 test('the policies the hold rests on fail closed and are bound to deny', (t) => {
-  for (const name of ['prestart-approvals', 'prestart-protect-run-owners', 'prestart-revision-deployments']) {
+  for (const name of [
+    'prestart-approvals',
+    'prestart-protect-run-owners',
+    'prestart-revision-deployments',
+    'prestart-revision-pods',
+    'prestart-revision-replicasets',
+  ]) {
     t.is(find('ValidatingAdmissionPolicy', name).spec?.failurePolicy, 'Fail', name);
     t.deepEqual(find('ValidatingAdmissionPolicyBinding', name).spec?.validationActions, ['Deny'], name);
   }
@@ -78,5 +84,15 @@ test('the custom verbs are asked in no namespace, and granted to the identity me
   t.deepEqual(holders('prestartruns', 'release'), ['ServiceAccount knative-prestart/knative-prestart-gate']);
   t.deepEqual(holders('revisiondeployments', 'write'), ['ServiceAccount knative-serving/controller']);
   t.deepEqual(holders('approvals', 'approve'), [], 'approvers are bound by the admin');
+  // A Revision's pods and ReplicaSets (config/220-revision-pods-policy.yaml): made by the cluster's
+  // own controllers, and a running pod changed by nobody but cluster admins.
+  t.true(checks.some((c) => c.includes(".resource('revisionpods').check('create')")));
+  t.true(checks.some((c) => c.includes(".resource('revisionpods').check('update')")));
+  t.true(checks.some((c) => c.includes(".resource('revisionreplicasets').check('create')")));
+  t.true(checks.some((c) => c.includes(".resource('revisionreplicasets').check('update')")));
+  t.deepEqual(holders('revisionpods', 'create'), ['ServiceAccount kube-system/replicaset-controller']);
+  t.deepEqual(holders('revisionpods', 'update'), [], 'nobody changes what a Revision’s pod runs');
+  t.deepEqual(holders('revisionreplicasets', 'create'), ['ServiceAccount kube-system/deployment-controller']);
+  t.deepEqual(holders('revisionreplicasets', 'update'), ['ServiceAccount kube-system/deployment-controller']);
   t.true((find('ClusterRole', 'knative-prestart-approver').rules ?? []).some((r) => grants(r, 'approvals', 'approve')));
 });
