@@ -95,7 +95,7 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
     .option('--nats-inbox-prefix <prefix>', "the gate's NATS inbox; grant it subscribe on <prefix>.> only", GATE_INBOX_PREFIX)
     .option(
       '--reply-identity <mode>',
-      "sender identity on the HTTP sink: off (replyid only), optional (a token, when sent, must be the hook's), required (every reply needs its hook's ServiceAccount token)",
+      "sender identity on the HTTP sink: off (replyid only), optional (a token, when sent, must be the hook's), declared (a hook that names its ServiceAccount, or whose Broker's reply Trigger has an OIDC identity, is answered only with that token), required (every reply needs its hook's ServiceAccount token)",
       identityMode,
       'off',
     )

@@ -67,7 +67,7 @@ export interface GateConfig {
    */
   senderIdentity?: {
     /** What the HTTP sink asks of a reply's bearer token (IdentityMode); default off. */
-    replies: 'off' | 'optional' | 'required';
+    replies: 'off' | 'optional' | 'declared' | 'required';
     /** The audience the sink announces and reviews reply tokens for. Default DEFAULT_SINK_AUDIENCE. */
     audience?: string;
   };

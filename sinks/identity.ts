@@ -8,10 +8,14 @@ import type { HookIdentity } from '../api/types.ts';
 /**
  * off: the header is not looked at (HMAC replyid only, as before).
  * optional: a token, when a reply carries one, must be valid and the hook's; none is still taken.
+ * declared: a reply for a hook whose sender is known (its identity.serviceAccount, or its Broker's
+ *   reply Trigger with an OIDC identity) needs that sender's token; a hook that declares none is
+ *   taken on its replyid. The release's mode: identity wherever the cluster and the hook give one,
+ *   and no hook that predates identity stops working.
  * required: every reply to the HTTP sink needs a valid token of the hook's ServiceAccount.
  */
-export type IdentityMode = 'off' | 'optional' | 'required';
-export const IDENTITY_MODES: readonly IdentityMode[] = ['off', 'optional', 'required'];
+export type IdentityMode = 'off' | 'optional' | 'declared' | 'required';
+export const IDENTITY_MODES: readonly IdentityMode[] = ['off', 'optional', 'declared', 'required'];
 
 /** The audience hooks mint their reply tokens for, unless the gate is given another (--reply-audience). */
 export const DEFAULT_SINK_AUDIENCE = 'knative-prestart-gate';
@@ -73,7 +77,7 @@ export function allowedSenders(identity: HookIdentity | undefined, replyTrigger:
 /**
  * What to do before any TokenReview: `check` means review the token; otherwise the verdict. A hook
  * no identity can be tied to (no identity.serviceAccount, and no reply Trigger identity) is refused
- * in required mode (fail closed), taken on its replyid alone in optional mode.
+ * in required mode (fail closed), taken on its replyid alone in optional and declared mode.
  */
 export function precheck(
   mode: Exclude<IdentityMode, 'off'>,
@@ -83,17 +87,18 @@ export function precheck(
   replyTrigger?: ReplyTriggerIdentity,
 ): Verdict | { check: string; expected: Sender[] } {
   if (token === 'malformed') return { ok: false, status: 401, reason: 'the Authorization header is not "Bearer <token>"' };
+  const expected = allowedSenders(identity, replyTrigger);
   if (token === undefined) {
-    if (mode === 'optional') return { ok: true };
+    if (mode === 'optional' || (mode === 'declared' && expected.length === 0)) return { ok: true };
+    const who = mode === 'declared' ? ` (it replies as ${expected.map((s) => `${s.username} ${s.road}`).join(' or ')})` : '';
     return {
       ok: false,
       status: 401,
-      reason: `a reply for hook ${hook} needs a bearer token (the gate runs with --reply-identity required)`,
+      reason: `a reply for hook ${hook} needs a bearer token${who} (the gate runs with --reply-identity ${mode})`,
     };
   }
-  const expected = allowedSenders(identity, replyTrigger);
   if (expected.length === 0) {
-    if (mode === 'optional') return { ok: true };
+    if (mode !== 'required') return { ok: true };
     const noTrigger = replyTrigger
       ? `; its Broker's reply Trigger ${replyTrigger.namespace}/${replyTrigger.name} has no OIDC identity yet (status.auth.serviceAccountName: is authentication-oidc enabled in Knative Eventing?)`
       : '';

@@ -85,7 +85,9 @@ export function createReplyIdentity(opts: ReplyIdentityOptions): ReplyIdentity {
     },
     async check(reply, authorization) {
       const token = bearerToken(authorization);
-      const replyTrigger = token === undefined || token === 'malformed' ? undefined : await opts.replyTriggerOf?.(reply.hook);
+      // Without a token only declared mode asks who the sender would be: to know whether one was due.
+      const needsTrigger = token === undefined ? opts.mode === 'declared' : token !== 'malformed';
+      const replyTrigger = needsTrigger ? await opts.replyTriggerOf?.(reply.hook) : undefined;
       const first = precheck(opts.mode, reply.hook, opts.identityOf(reply.hook), token, replyTrigger);
       if (!('check' in first)) return first;
       return judge(await reviewed(first.check), opts.audience, first.expected, reply.hook);

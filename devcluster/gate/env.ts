@@ -5,7 +5,14 @@
 // namespace (hooks.ts, revisions.ts) as methods: env.createHook(...), env.createRevision(...).
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+} from '@kubernetes/client-node';
 import pino from 'pino';
 import type { GateConfig } from '../../gate/config.ts';
 import { type RunningGate, startGate } from '../../gate/gate.ts';
@@ -73,14 +80,21 @@ export interface GateEnv extends HookMethods, RevisionMethods {
 const instanceRbacName = (instance: string) => `knative-prestart-gate-webhook-${instance}`;
 
 /**
- * What an admin adds for a second gate instance (config/300-rbac.yaml limits update/patch of the
- * webhook configuration by name): the right to write the one named after this instance.
+ * What an admin adds for a second gate instance (config/300-rbac.yaml lets the gate read and
+ * update its webhook configuration by name only, and never create one): the configuration named
+ * after this instance, empty until its gate fills it in, and the right to keep that one current.
  */
 async function grantInstanceWebhook(admin: KubeConfig, instance: string): Promise<void> {
   const name = instanceRbacName(instance);
   await applyManifests(
     admin,
     [
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: { name: webhookConfigurationName(instance), labels: { 'app.kubernetes.io/part-of': 'knative-prestart' } },
+        webhooks: [],
+      },
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'ClusterRole',
@@ -90,7 +104,7 @@ async function grantInstanceWebhook(admin: KubeConfig, instance: string): Promis
             apiGroups: ['admissionregistration.k8s.io'],
             resources: ['mutatingwebhookconfigurations'],
             resourceNames: [webhookConfigurationName(instance)],
-            verbs: ['update', 'patch'],
+            verbs: ['get', 'update', 'patch'],
           },
         ],
       },
@@ -170,6 +184,10 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
       const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
       await rbac.deleteClusterRoleBinding({ name: instanceRbacName(instance) }).catch(() => undefined);
       await rbac.deleteClusterRole({ name: instanceRbacName(instance) }).catch(() => undefined);
+      await admin
+        .makeApiClient(AdmissionregistrationV1Api)
+        .deleteMutatingWebhookConfiguration({ name: webhookConfigurationName(instance) })
+        .catch(() => undefined);
     },
   };
   if (inProcess) await env.startGate();

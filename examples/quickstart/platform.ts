@@ -28,12 +28,13 @@ import { createDemoNamespace, type Demo, type DemoBroker } from './demo.ts';
 
 const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
 /**
- * config/100-* (CRDs), 200-* (the hold policies), 300-* (RBAC). Not 400/500, which point at an
- * in-cluster Service: the gate registers its webhooks itself, by URL.
+ * config/100-* (CRDs), 200-* (the hold policies), 300-* (RBAC), 400-* (the webhook configuration,
+ * which the gate may update but not create; it rewrites it to its URL on 127.0.0.1 at start). Not
+ * 500, the gate's Deployment: this gate runs in this process.
  */
 export function projectManifests(): string[] {
   return readdirSync(configDir)
-    .filter((f) => /^[123]\d\d-.*\.ya?ml$/.test(f))
+    .filter((f) => /^[1234]\d\d-.*\.ya?ml$/.test(f))
     .sort()
     .map((f) => join(configDir, f));
 }

@@ -3,8 +3,8 @@
 //
 // Whoever may create a Trigger in a Broker's namespace can subscribe to
 // `revision.prestart.requested`, read every request that Broker carries with its correlation id,
-// and answer "succeeded" to the gate's sink: an id is all a reply needs until sender identity
-// lands. The gate cannot tell a tenant from an operator among the Users and Groups a namespace
+// and answer "succeeded" to the gate's sink: an id is all a reply needs for a hook no sender
+// identity is tied to (docs/brokers.md §5). The gate cannot tell a tenant from an operator among the Users and Groups a namespace
 // binds, but some subjects are never the namespace's own: everyone (system:authenticated,
 // system:unauthenticated), every ServiceAccount (system:serviceaccounts), and the ServiceAccounts
 // of other namespaces. Those named in the namespace's RoleBindings or in any ClusterRoleBinding
@@ -200,7 +200,7 @@ export function openMessage(broker: BrokerRef, open: readonly Candidate[]): stri
     'Such a Trigger receives every revision.prestart.requested this Broker carries with its correlation id, ' +
     'and whoever reads a request can answer it "succeeded" to the gate. ' +
     `Take Trigger create in ${broker.namespace} away from them (in the binding named whose role grants it), or move the Broker to a namespace without tenant editors; ` +
-    `sender identity and EventPolicies will close this later. See ${DOCS_SECTION}.`
+    `or turn on sender identity and EventPolicies (docs/brokers.md §5). See ${DOCS_SECTION}.`
   );
 }
 

@@ -73,6 +73,26 @@ const QUESTIONS: Question[] = [
     allowed: ['gate'],
   },
   {
+    what: 'create a MutatingWebhookConfiguration (any name: a mutating webhook sees every object it selects)',
+    attrs: { group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', verb: 'create' },
+    allowed: [],
+  },
+  {
+    what: "rewrite the gate's own MutatingWebhookConfiguration (update knative-prestart: its caBundle)",
+    attrs: { group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', name: 'knative-prestart', verb: 'update' },
+    allowed: ['gate'],
+  },
+  {
+    what: "rewrite another MutatingWebhookConfiguration (update Knative Serving's)",
+    attrs: {
+      group: 'admissionregistration.k8s.io',
+      resource: 'mutatingwebhookconfigurations',
+      name: 'webhook.serving.knative.dev',
+      verb: 'update',
+    },
+    allowed: [],
+  },
+  {
     what: "make a Revision's Deployment (write revisiondeployments.prestart.dev, cluster-wide)",
     attrs: { group: 'prestart.dev', resource: 'revisiondeployments', verb: 'write' },
     allowed: [],

@@ -168,7 +168,7 @@ test('openMessage names the Broker, the subjects and where, the harm and the fix
       'Such a Trigger receives every revision.prestart.requested this Broker carries with its correlation id, ' +
       'and whoever reads a request can answer it "succeeded" to the gate. ' +
       'Take Trigger create in shop away from them (in the binding named whose role grants it), or move the Broker to a namespace without tenant editors; ' +
-      `sender identity and EventPolicies will close this later. See docs/brokers.md, "Who must not edit the Broker's namespace".`,
+      `or turn on sender identity and EventPolicies (docs/brokers.md §5). See docs/brokers.md, "Who must not edit the Broker's namespace".`,
   );
   t.true(text.length <= 1024);
   const many = Array.from({ length: 9 }, (_, i) => ({ ...tools, key: `ServiceAccount t${i}/ci` }));

@@ -44,6 +44,30 @@ test('required: no token is 401, a hook without a ServiceAccount is 403 (fail cl
   t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: DIRECT });
 });
 
+test('declared: a hook that names its sender needs that token, one that names none is taken on its replyid', (t) => {
+  const refused = precheck('declared', 'db', { serviceAccount: SA }, undefined);
+  t.like(refused, { ok: false, status: 401 });
+  t.regex(
+    'reason' in refused ? refused.reason : '',
+    new RegExp(`needs a bearer token \\(it replies as ${USER} directly\\) \\(the gate runs with --reply-identity declared\\)`),
+  );
+  t.deepEqual(precheck('declared', 'db', undefined, undefined), { ok: true });
+  t.deepEqual(precheck('declared', 'db', undefined, 'tok'), { ok: true });
+  t.deepEqual(precheck('declared', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: DIRECT });
+  t.like(precheck('declared', 'db', undefined, 'malformed'), { ok: false, status: 401 });
+  const trigger = { namespace: 'shop', name: 'r', serviceAccount: 'oidc-r' };
+  t.like(
+    precheck('declared', 'db', undefined, undefined, trigger),
+    { ok: false, status: 401 },
+    "a Broker's reply Trigger with an OIDC identity declares the sender",
+  );
+  t.deepEqual(
+    precheck('declared', 'db', undefined, undefined, { namespace: 'shop', name: 'r' }),
+    { ok: true },
+    'no OIDC identity yet: nothing declared',
+  );
+});
+
 test('a review: invalid or for other audiences is 401, another user is 403, the hook’s own is ok', (t) => {
   t.like(judge({ authenticated: false, reason: 'expired' }, 'aud', DIRECT, 'db'), { ok: false, status: 401 });
   t.like(judge({ authenticated: true, username: USER, audiences: ['other'] }, 'aud', DIRECT, 'db'), { ok: false, status: 401 });
