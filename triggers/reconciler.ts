@@ -62,6 +62,15 @@ const terminating = (obj: KubernetesObject) => Boolean(obj.metadata?.deletionTim
 const keyOf = (ns: string | undefined, name: string | undefined) => `${ns ?? ''}/${name ?? ''}`;
 const statusOf = (err: unknown): number | undefined => (err instanceof ApiException ? err.code : undefined);
 
+/** Writing Triggers is granted per Broker namespace (config/300-rbac.yaml): what a refusal means, and the fix. */
+export function mayNotWrite(namespace: string): string {
+  return (
+    `the gate may not write Triggers in namespace ${namespace}, so the hooks delivering through a Broker there are not asked: ` +
+    `an admin grants it with kubectl create rolebinding knative-prestart-gate-triggers -n ${namespace} ` +
+    '--clusterrole=knative-prestart-gate-triggers --serviceaccount=knative-prestart:knative-prestart-gate'
+  );
+}
+
 export class TriggerReconciler {
   private readonly api: CustomObjectsApi;
   private readonly log: Logger;
@@ -165,7 +174,8 @@ export class TriggerReconciler {
         result[outcome]++;
       } catch (err) {
         result.failed++;
-        this.log.warn({ err, trigger: key }, 'could not write Trigger');
+        if (statusOf(err) === 403) this.log.warn({ trigger: key }, mayNotWrite(t.metadata.namespace));
+        else this.log.warn({ err, trigger: key }, 'could not write Trigger');
       }
     }
     for (const [key, obj] of live) {
@@ -174,7 +184,8 @@ export class TriggerReconciler {
         if (await this.delete(obj)) result.deleted++;
       } catch (err) {
         result.failed++;
-        this.log.warn({ err, trigger: key }, 'could not delete Trigger');
+        if (statusOf(err) === 403) this.log.warn({ trigger: key }, mayNotWrite(obj.metadata?.namespace ?? ''));
+        else this.log.warn({ err, trigger: key }, 'could not delete Trigger');
       }
     }
     if (result.pending > 0) this.retrySoon();

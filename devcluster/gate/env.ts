@@ -24,6 +24,7 @@ import { sharedCluster } from '../shared.ts';
 import { waitFor } from '../wait.ts';
 import { type HookMethods, hookMethods } from './hooks.ts';
 import { type RevisionMethods, revisionMethods } from './revisions.ts';
+import { allowGateTriggers } from './trigger-rights.ts';
 
 export const GATE_USER = 'system:serviceaccount:knative-prestart:knative-prestart-gate';
 export const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
@@ -130,6 +131,8 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
   const core = admin.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace, labels: { 'prestart.dev/gate': instance } } } });
   await grantInstanceWebhook(admin, instance);
+  // The namespace doubles as the tests' Broker namespace: the gate may write Triggers there.
+  await allowGateTriggers(admin, namespace);
   const gateKubeconfigPath = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
   const gateKc = new KubeConfig();
   gateKc.loadFromFile(gateKubeconfigPath);

@@ -11,6 +11,7 @@ import pino from 'pino';
 import { applyManifests } from '../../devcluster/apply.ts';
 import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
 import { GATE_USER } from '../../devcluster/gate/env.ts';
+import { allowGateTriggers } from '../../devcluster/gate/trigger-rights.ts';
 import { ALL_NAMESPACES, startIngressStandIn } from '../../devcluster/knative-client.ts';
 import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
 import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
@@ -131,7 +132,9 @@ export async function installProject(kc: KubeConfig): Promise<void> {
  */
 export async function startGateHere(cluster: Cluster, logFile: string, bus?: Bus): Promise<RunningGate> {
   const kubeconfig = await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS);
-  // With the bus, the gate keeps the Triggers; its reply Trigger needs the sink's URL up front.
+  // With the bus, the gate keeps the Triggers (where an admin lets it: the Broker's namespace);
+  // its reply Trigger needs the sink's URL up front.
+  if (bus) await allowGateTriggers(cluster.kubeConfig, bus.broker.namespace);
   const [sinkPort] = bus ? ((await freePorts(1)) as [number]) : [0];
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);

@@ -73,6 +73,16 @@ const QUESTIONS: Question[] = [
     allowed: ['gate'],
   },
   {
+    what: "create Triggers in a namespace no admin bound the gate's Trigger role in (whoever may, reads that Broker's requests)",
+    attrs: { group: 'eventing.knative.dev', resource: 'triggers', verb: 'create', namespace: otherNs },
+    allowed: [],
+  },
+  {
+    what: "create Triggers in knative-prestart (a Broker in the gate's own namespace)",
+    attrs: { group: 'eventing.knative.dev', resource: 'triggers', verb: 'create', namespace: 'knative-prestart' },
+    allowed: ['gate'],
+  },
+  {
     what: 'create a MutatingWebhookConfiguration (any name: a mutating webhook sees every object it selects)',
     attrs: { group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations', verb: 'create' },
     allowed: [],

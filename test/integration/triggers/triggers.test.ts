@@ -3,7 +3,9 @@
 // the real garbage collector of kube-controller-manager. No Knative controller or webhook runs
 // here, so Triggers are plain stored objects: what is checked is what the gate writes.
 //
-// The reconciler is scoped to this file's two namespaces, so the hooks other files create at
+// The gate writes Triggers only where an admin bound knative-prestart-gate-triggers (this file's
+// two namespaces, as an admin would for a Broker there; a third is left unbound on purpose).
+// The reconciler is scoped to this file's namespaces, so the hooks other files create at
 // the same time cannot change its counts. Tests run in order: each starts from the state the
 // previous one left.
 //
@@ -22,12 +24,13 @@ import pino from 'pino';
 import type { HookDelivery, PrestartHookSpec } from '../../../api/types.ts';
 import { applyManifests } from '../../../devcluster/apply.ts';
 import type { Cluster } from '../../../devcluster/control-plane.ts';
+import { allowGateTriggers } from '../../../devcluster/gate/trigger-rights.ts';
 import { knativeEventingCrdFiles } from '../../../devcluster/knative.ts';
 import { sharedCluster } from '../../../devcluster/shared.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { APPLIED_HASH_ANNOTATION } from '../../../triggers/compare.ts';
 import type { Destination, TriggerObject } from '../../../triggers/desired.ts';
-import { type ReconcileResult, startTriggerReconciler, TriggerReconciler } from '../../../triggers/reconciler.ts';
+import { mayNotWrite, type ReconcileResult, startTriggerReconciler, TriggerReconciler } from '../../../triggers/reconciler.ts';
 
 const GATE_USER = 'system:serviceaccount:knative-prestart:knative-prestart-gate';
 const GATE_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart', 'system:authenticated'];
@@ -42,8 +45,9 @@ const GC_TIMEOUT_MS = 120_000;
 const suffix = randomBytes(3).toString('hex');
 const ns1 = `triggers-a-${suffix}`;
 const ns2 = `triggers-b-${suffix}`;
+const unbound = `triggers-c-${suffix}`;
 const hookName = (n: string) => `tw-${n}-${suffix}`;
-const [A, B, C, D, E, F] = ['a', 'b', 'c', 'd', 'e', 'f'].map(hookName) as [string, string, string, string, string, string];
+const [A, B, C, D, E, F, G] = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map(hookName) as [string, string, string, string, string, string, string];
 
 let cluster: Cluster;
 let admin: CustomObjectsApi;
@@ -62,7 +66,8 @@ test.before(async () => {
   await applyManifests(kc, configFile('300-rbac.yaml'));
   admin = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
-  for (const name of [ns1, ns2]) await core.createNamespace({ body: { metadata: { name } } });
+  for (const name of [ns1, ns2, unbound]) await core.createNamespace({ body: { metadata: { name } } });
+  for (const name of [ns1, ns2]) await allowGateTriggers(kc, name);
   gateKc = new KubeConfig();
   gateKc.loadFromFile(await cluster.mintUserKubeconfig(GATE_USER, GATE_GROUPS));
 });
@@ -70,9 +75,9 @@ test.before(async () => {
 test.after.always(async () => {
   for (const stop of stops) await stop().catch(() => undefined);
   if (!admin) return;
-  for (const name of [A, B, C, D, E, F]) await admin.deleteClusterCustomObject({ ...HOOKS, name }).catch(() => undefined);
+  for (const name of [A, B, C, D, E, F, G]) await admin.deleteClusterCustomObject({ ...HOOKS, name }).catch(() => undefined);
   const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-  for (const name of [ns1, ns2]) await core.deleteNamespace({ name }).catch(() => undefined);
+  for (const name of [ns1, ns2, unbound]) await core.deleteNamespace({ name }).catch(() => undefined);
 });
 
 // ---- helpers ---------------------------------------------------------------------------------
@@ -393,6 +398,28 @@ test.serial('a Trigger the gate does not manage is left alone, and reported', as
   // And it is not deleted either, though E's Trigger is "missing" and the gate lists by its label.
   t.deepEqual(counts(await r.reconcile()), counted({ unchanged: 1, failed: 1 }));
 });
+
+test.serial(
+  'the gate writes no Trigger where no admin bound its Trigger role: it says which namespace and the command, and wires the hook once bound',
+  async (t) => {
+    await createHook(G, viaBroker(unbound, 'default', { uri: 'http://hook-g.example.com/' }));
+    const { log, lines } = capturedLog();
+    const r = new TriggerReconciler({ kc: gateKc, log, gateSubscriber: GATE_SINK, namespaces: [unbound] });
+    t.deepEqual(counts(await r.reconcile()), counted({ failed: 2 }), 'neither the request Trigger nor the reply Trigger');
+    const warned = lines.filter((l) => l.msg === mayNotWrite(unbound));
+    t.is(warned.length, 2);
+    t.regex(
+      warned[0]?.msg ?? '',
+      new RegExp(`kubectl create rolebinding knative-prestart-gate-triggers -n ${unbound} --clusterrole=knative-prestart-gate-triggers`),
+    );
+    const none = (await admin.listNamespacedCustomObject({ ...TRIGGERS, namespace: unbound })) as { items: unknown[] };
+    t.is(none.items.length, 0, 'nothing was written');
+
+    await allowGateTriggers(cluster.kubeConfig, unbound);
+    t.deepEqual(counts(await r.reconcile()), counted({ created: 2 }));
+    t.truthy(await mustGetTrigger(unbound, requestTrigger(G)));
+  },
+);
 
 test.serial('`knative-prestart triggers --from-cluster` prints the Triggers the reconciler keeps', async (t) => {
   await createHook(F, viaBroker(ns2, 'bus', { uri: 'http://hook-f.example.com/' }));
