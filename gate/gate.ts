@@ -28,6 +28,7 @@ import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
 import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
 import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
+import { type PodShellCheck, startPodShellCheck } from './shell/pod-shell-check.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
 import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './shell/sa-tokens.ts';
@@ -209,6 +210,11 @@ export async function startGate(
     brokerCheck?.hooksChanged();
   };
   for (const verb of ['add', 'update', 'delete'] as const) caches.hooks.on(verb, hooksChanged);
+  // And the check of who may open a shell in the pods of a namespace hooks hold Revisions in: at
+  // the start of a term, when a namespace gets its first run, and every 5 minutes.
+  let shellCheck: PodShellCheck | undefined;
+  metrics.podShell(() => shellCheck?.gauges() ?? []);
+  caches.runs.on('add', (run) => shellCheck?.runAdded(run.metadata?.namespace ?? ''));
   // One controller for the life of the process; each term of leadership starts and stops it.
   const controller = new Controller({
     caches,
@@ -245,12 +251,20 @@ export async function startGate(
           ...(triggerConfig?.namespaces ? { namespaces: triggerConfig.namespaces } : {}),
           log,
         });
+        shellCheck = startPodShellCheck({
+          kc,
+          runNamespaces: () => caches.runs.list().map((r) => r.metadata?.namespace ?? ''),
+          gateNamespace: config.namespace,
+          log,
+        });
       },
       onStoppedLeading: () => {
         void triggers?.stop();
         triggers = undefined;
         void brokerCheck?.stop();
         brokerCheck = undefined;
+        void shellCheck?.stop();
+        shellCheck = undefined;
         void controller.stop();
       },
     },

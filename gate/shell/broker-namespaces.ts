@@ -4,27 +4,25 @@
 // ClusterRoleBindings, ask the authorizer about each candidate (gate/core/broker-namespace.ts),
 // keep the gauge's values and record an Event on each hook whose finding appeared, changed or
 // went away. A failed check is logged and reported as -1; it never stops anything else.
-import { createHash } from 'node:crypto';
 import { AuthorizationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api, type RbacV1Subject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorLine, isConflict } from '../../api/kube-errors.ts';
-import { FIELD_MANAGER, type HookObject, toHook } from '../../api/resources.ts';
-import { API_VERSION, EVENT_REASON_LABEL } from '../../api/types.ts';
+import { errorLine } from '../../api/kube-errors.ts';
+import { type HookObject, toHook } from '../../api/resources.ts';
+import { API_VERSION } from '../../api/types.ts';
 import {
   type BindingView,
   type BrokerGauge,
   type BrokerUse,
   brokerReport,
   brokersInUse,
-  type Candidate,
   candidateSubjects,
-  coveredByOpenGroup,
-  groupsFirst,
   type HookEvent,
   type NamespaceVerdict,
   PLATFORM_NAMESPACES,
   TRIGGER_CREATE,
 } from '../core/broker-namespace.ts';
+import { startPeriodicPass } from './periodic-pass.ts';
+import { openSubjects, recordFinding } from './subject-access.ts';
 
 /** How often the leader looks again without being asked (docs/brokers.md). */
 export const BROKER_CHECK_PERIOD_MS = 5 * 60_000;
@@ -64,34 +62,14 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
   const trusted = [opts.gateNamespace, ...PLATFORM_NAMESPACES];
   let told = new Map<string, string>();
   let gauges: readonly BrokerGauge[] = [];
-  let chain: Promise<unknown> = Promise.resolve();
-  let queued: Promise<void> | undefined;
-  let debounce: NodeJS.Timeout | undefined;
-  let stopped = false;
 
   const verdictFor = async (namespace: string, clusterBindings: readonly BindingView[]): Promise<NamespaceVerdict> => {
     const list = await rbac.listNamespacedRoleBinding({ namespace });
     const bindings = [...list.items.map((b) => bindingView('RoleBinding', b)), ...clusterBindings];
-    const allowed = async (user: string, groups: readonly string[]) => {
-      const review = await authz.createSubjectAccessReview({
-        body: {
-          apiVersion: 'authorization.k8s.io/v1',
-          kind: 'SubjectAccessReview',
-          spec: { user, groups: [...groups], resourceAttributes: { ...TRIGGER_CREATE, namespace } },
-        },
-      });
-      return review.status?.allowed === true;
-    };
-    const open: Candidate[] = [];
-    for (const candidate of groupsFirst(candidateSubjects(namespace, bindings, trusted))) {
-      if (!(await allowed(candidate.user, candidate.groups))) continue;
-      if (coveredByOpenGroup(candidate, open) && !(await allowed(candidate.user, []))) continue;
-      open.push(candidate);
-    }
-    return { open: [...open].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)) };
+    return { open: await openSubjects(authz, namespace, candidateSubjects(namespace, bindings, trusted), [TRIGGER_CREATE]) };
   };
 
-  const pass = async (): Promise<void> => {
+  const pass = async (stopped: () => boolean): Promise<void> => {
     const uses: BrokerUse[] = brokersInUse(
       opts.hooks().map((h) => ({ ...toHook(h), uid: h.metadata?.uid ?? '' })),
       opts.namespaces,
@@ -100,12 +78,12 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
     if (uses.length > 0) {
       let clusterBindings: BindingView[] | undefined;
       try {
-        clusterBindings = (await rbac.listClusterRoleBinding()).items.map((b) => bindingView('ClusterRoleBinding', b));
+        clusterBindings = await listClusterBindings(rbac);
       } catch (err) {
         log.warn({ err: errorLine(err) }, 'could not list ClusterRoleBindings: Broker namespaces are reported as -1 until the next check');
       }
       for (const namespace of new Set(uses.map((u) => u.namespace))) {
-        if (stopped) return;
+        if (stopped()) return;
         if (!clusterBindings) {
           verdicts.set(namespace, { error: 'ClusterRoleBindings not listed' });
           continue;
@@ -118,7 +96,7 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
         }
       }
     }
-    if (stopped) return;
+    if (stopped()) return;
     const report = brokerReport(uses, verdicts, told);
     told = report.told;
     gauges = report.gauges;
@@ -127,51 +105,36 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
         log.warn({ hook: event.hook.name, broker: `${event.broker.namespace}/${event.broker.name}` }, event.message);
       else log.info({ hook: event.hook.name }, event.message);
       // Events are for people: one lost is logged, never retried into a loop.
-      await recordHookEvent(core, event).catch((err: unknown) =>
+      await recordFinding(core, hookEvent(event)).catch((err: unknown) =>
         log.warn({ err: errorLine(err), hook: event.hook.name, reason: event.reason }, 'could not record event'),
       );
     }
   };
 
-  const checkNow = (): Promise<void> => {
-    if (stopped) return Promise.resolve();
-    if (queued) return queued;
-    const next = chain.then(() => {
-      queued = undefined;
-      return pass();
-    });
-    queued = next;
-    chain = next.catch((err: unknown) => log.warn({ err: errorLine(err) }, 'Broker namespace check failed'));
-    return next;
-  };
-  const inBackground = () => void checkNow().catch(() => undefined);
-
-  inBackground();
-  const timer = setInterval(inBackground, opts.periodMs ?? BROKER_CHECK_PERIOD_MS);
-  timer.unref();
-
+  const passes = startPeriodicPass({
+    pass,
+    periodMs: opts.periodMs ?? BROKER_CHECK_PERIOD_MS,
+    debounceMs: HOOKS_CHANGED_DELAY_MS,
+    log,
+    what: 'Broker namespace check',
+  });
   return {
-    hooksChanged() {
-      if (stopped || debounce) return;
-      debounce = setTimeout(() => {
-        debounce = undefined;
-        inBackground();
-      }, HOOKS_CHANGED_DELAY_MS);
-      debounce.unref();
-    },
-    checkNow,
+    hooksChanged: () => passes.poke(),
+    checkNow: () => passes.runNow(),
     gauges: () => gauges,
     async stop() {
-      stopped = true;
-      clearInterval(timer);
-      clearTimeout(debounce);
-      await chain;
+      await passes.stop();
       gauges = [];
     },
   };
 }
 
-function bindingView(
+/** Every ClusterRoleBinding, reduced to whom it names. */
+export async function listClusterBindings(rbac: RbacAuthorizationV1Api): Promise<BindingView[]> {
+  return (await rbac.listClusterRoleBinding()).items.map((b) => bindingView('ClusterRoleBinding', b));
+}
+
+export function bindingView(
   kind: BindingView['kind'],
   b: { metadata?: { name?: string; namespace?: string }; subjects?: RbacV1Subject[] },
 ): BindingView {
@@ -183,38 +146,13 @@ function bindingView(
   };
 }
 
-/**
- * An Event on the PrestartHook (cluster-scoped, so in namespace default, where `kubectl describe`
- * finds it), named after the hook and the finding: a second leader, or another gate, telling the
- * same thing meets the first one's Event (409) and counts it again instead of adding a copy.
- */
-async function recordHookEvent(core: CoreV1Api, event: HookEvent): Promise<void> {
-  const now = new Date();
-  const digest = createHash('sha256').update(`${event.hook.uid}\0${event.reason}\0${event.message}`).digest('hex').slice(0, 16);
-  const name = `${event.hook.name.slice(0, 200)}.${digest}`;
-  try {
-    await core.createNamespacedEvent({
-      namespace: EVENT_NAMESPACE,
-      body: {
-        metadata: { name, namespace: EVENT_NAMESPACE, labels: { [EVENT_REASON_LABEL]: event.reason } },
-        involvedObject: { apiVersion: API_VERSION, kind: 'PrestartHook', name: event.hook.name, uid: event.hook.uid },
-        type: event.type,
-        reason: event.reason,
-        message: event.message.slice(0, 1024),
-        source: { component: FIELD_MANAGER },
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      },
-    });
-  } catch (err) {
-    // 409 AlreadyExists: the same finding was told before (another term, another gate).
-    if (!isConflict(err)) throw err;
-    const existing = await core.readNamespacedEvent({ namespace: EVENT_NAMESPACE, name });
-    await core.replaceNamespacedEvent({
-      namespace: EVENT_NAMESPACE,
-      name,
-      body: { ...existing, count: (existing.count ?? 1) + 1, lastTimestamp: now },
-    });
-  }
+/** An Event on the PrestartHook: cluster-scoped, so in namespace default, where `kubectl describe` finds it. */
+function hookEvent(event: HookEvent) {
+  return {
+    namespace: EVENT_NAMESPACE,
+    involvedObject: { apiVersion: API_VERSION, kind: 'PrestartHook', name: event.hook.name, uid: event.hook.uid },
+    type: event.type,
+    reason: event.reason,
+    message: event.message,
+  };
 }

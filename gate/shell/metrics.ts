@@ -15,6 +15,7 @@ import type { ClusterVersions } from '../../api/compatibility.ts';
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
 import type { BrokerGauge } from '../core/broker-namespace.ts';
+import type { ShellGauge } from '../core/pod-shell.ts';
 import type { RequestObserver } from './connections.ts';
 import { kubeRequestKind } from './kube-requests.ts';
 import { RunObserver } from './observer.ts';
@@ -45,6 +46,8 @@ export interface Metrics {
   watch(source: HoldSource, isLeader: () => boolean): void;
   /** The Broker namespace gauge reads `source` at scrape time while the replica leads (gate/shell/broker-namespaces.ts). */
   brokerNamespaces(source: () => readonly BrokerGauge[]): void;
+  /** The pod shell gauge reads `source` at scrape time while the replica leads (gate/shell/pod-shell-check.ts). */
+  podShell(source: () => readonly ShellGauge[]): void;
   /** Where the gate runs: prestart_gate_cluster_info{kubernetes, knative_serving} 1 ("unknown" where unread). */
   clusterInfo(versions: ClusterVersions | undefined): void;
   /** A leadership term starts with this queue: the observer forgets the last term, the queue reports here. */
@@ -66,6 +69,7 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
   let leading: () => boolean = () => false;
   let depth: (() => number) | undefined;
   let brokers: () => readonly BrokerGauge[] = () => [];
+  let shells: () => readonly ShellGauge[] = () => [];
   let lastView: { at: number; view: HoldView } | undefined;
   // Three gauges read the same view in one scrape: compute it once per scrape.
   const view = (s: HoldSource): HoldView => {
@@ -181,6 +185,21 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
   });
 
+  new Gauge({
+    name: 'prestart_gate_namespace_pod_shell_open',
+    help:
+      'Subjects named by the RoleBindings of a namespace that PrestartRuns are in (or from outside it: system:authenticated, ' +
+      'system:serviceaccounts, other namespaces’ ServiceAccounts) that may exec or attach into its pods, which no admission policy sees: ' +
+      '0 when none, -1 when the last check failed (reported by the leader, checked every 5 minutes)',
+    labelNames: ['namespace'] as const,
+    registers,
+    collect() {
+      this.reset();
+      if (!leading()) return;
+      for (const g of shells()) this.set({ namespace: g.namespace }, g.value);
+    },
+  });
+
   const queueAdds = new Counter({ name: 'prestart_gate_workqueue_adds_total', help: 'Keys added to the work queue', registers });
   const queueRetries = new Counter({
     name: 'prestart_gate_workqueue_retries_total',
@@ -274,6 +293,9 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
     brokerNamespaces(source) {
       brokers = source;
+    },
+    podShell(source) {
+      shells = source;
     },
     clusterInfo(versions) {
       clusterInfo.reset();
