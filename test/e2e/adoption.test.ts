@@ -327,10 +327,13 @@ async function reconciles(name: string): Promise<number> {
     ).length;
 }
 
-/** Wakes Knative for Revision `name` (a label it copies, as a tenant may write) and waits until it reconciled it. */
+/**
+ * Wakes Knative for Revision `name` (a label it copies, written as the admin: a tenant may not
+ * change a stamped Revision's labels) and waits until it reconciled it.
+ */
 async function pokeAndWait(name: string, value: string): Promise<void> {
   const before = await reconciles(name);
-  await tenant
+  await env.admin
     .makeApiClient(CustomObjectsApi)
     .patchNamespacedCustomObject(
       { ...SERVING, plural: 'revisions', namespace: env.namespace, name, body: { metadata: { labels: { poke: value } } } },

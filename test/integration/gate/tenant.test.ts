@@ -93,7 +93,7 @@ async function tenantPatch(name: string, patch: object): Promise<unknown> {
     );
 }
 
-test('a namespace owner cannot remove the hold label or rewrite the hooks snapshot', async (t) => {
+test('a namespace owner cannot remove the hold label, rewrite the hooks snapshot, or change any other label of a held Revision', async (t) => {
   const rev = await env.createRevision('held-00001', { annotations: { scan: 'yes' }, kc: tenant });
   t.true(isHeld(rev));
   const removal = await tenantPatch('held-00001', { metadata: { labels: { [HOLD_LABEL]: null } } });
@@ -104,7 +104,8 @@ test('a namespace owner cannot remove the hold label or rewrite the hooks snapsh
   const finalizer = await tenantPatch('held-00001', { metadata: { finalizers: null } });
   t.true(finalizer instanceof ApiException && finalizer.code === 403, 'dropping the cancel finalizer is denied');
   const other = await tenantPatch('held-00001', { metadata: { labels: { team: 'a' } } });
-  t.is(other, undefined, 'other label changes are still allowed');
+  t.true(other instanceof ApiException && other.code === 403, 'any other label too: the hooks are told the labels (prestart-revision-metadata)');
+  if (other instanceof ApiException) t.regex(String(other.body), /may not change the labels or annotations of Revision held-00001/);
 });
 
 test('a forged stamp on the tenant’s own Revision neither skips nor forges hooks', async (t) => {

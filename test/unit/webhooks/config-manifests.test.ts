@@ -73,6 +73,7 @@ test('each policy fails closed and is bound to deny', (t) => {
     'prestart-knative-status',
     'prestart-revision-pods',
     'prestart-revision-replicasets',
+    'prestart-revision-metadata',
   ]) {
     t.is(get(find('ValidatingAdmissionPolicy', name), 'spec.failurePolicy'), 'Fail', name);
     const binding = find('ValidatingAdmissionPolicyBinding', name);
@@ -85,7 +86,7 @@ test("the gate's identity holds the verb the policies ask the authorizer for", (
   const rules = get(find('ClusterRole', 'knative-prestart-gate'), 'rules') as { resources: string[]; verbs: string[] }[];
   t.true(rules.some((r) => r.resources.includes('prestartruns') && r.verbs.includes('release')));
   const policies = readFileSync(new URL('200-hold-policy.yaml', dir), 'utf8');
-  t.is(policies.match(/resource\('prestartruns'\)\.check\('release'\)/g)?.length, 3);
+  t.is(policies.match(/resource\('prestartruns'\)\.check\('release'\)/g)?.length, 4);
   const binding = find('ClusterRoleBinding', 'knative-prestart-gate');
   t.deepEqual(get(binding, 'subjects'), [{ kind: 'ServiceAccount', name: 'knative-prestart-gate', namespace: 'knative-prestart' }]);
   t.is(get(find('Deployment', 'knative-prestart-gate'), 'spec.template.spec.serviceAccountName'), 'knative-prestart-gate');
