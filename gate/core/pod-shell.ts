@@ -9,7 +9,14 @@
 // those that are not the namespace's own anywhere (everyone, every ServiceAccount, another
 // namespace's ServiceAccounts: candidateSubjects). Users and Groups that only ClusterRoleBindings
 // name are the cluster's admins and controllers: not asked about.
-import { type BindingSubject, type BindingView, type Candidate, candidateSubjects, GROUP_PROBE_USER } from './broker-namespace.ts';
+import {
+  type BindingSubject,
+  type BindingView,
+  type Candidate,
+  candidateSubjects,
+  GROUP_PROBE_USER,
+  type NamespaceVerdict,
+} from './broker-namespace.ts';
 
 export const REASON_SHELL_OPEN = 'PodShellOpen';
 export const REASON_SHELL_CLOSED = 'PodShellClosed';
@@ -74,9 +81,6 @@ export function shellCandidates(namespace: string, bindings: readonly BindingVie
   return [...found.values()].map((c) => ({ ...c, namedIn: [...c.namedIn].sort(compare) })).sort((a, b) => compare(a.key, b.key));
 }
 
-/** What the authorizer said for one namespace, or why it could not be asked. */
-export type ShellVerdict = { open: readonly Candidate[] } | { error: string };
-
 export interface ShellGauge {
   namespace: string;
   /** Subjects that may exec or attach; -1: the last check failed. */
@@ -119,7 +123,7 @@ export function closedShellMessage(namespace: string): string {
  */
 export function shellReport(
   namespaces: readonly string[],
-  verdicts: ReadonlyMap<string, ShellVerdict>,
+  verdicts: ReadonlyMap<string, NamespaceVerdict>,
   last: ReadonlyMap<string, string>,
 ): ShellReport {
   const report: ShellReport = { gauges: [], events: [], told: new Map() };

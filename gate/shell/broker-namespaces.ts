@@ -4,25 +4,23 @@
 // ClusterRoleBindings, ask the authorizer about each candidate (gate/core/broker-namespace.ts),
 // keep the gauge's values and record an Event on each hook whose finding appeared, changed or
 // went away. A failed check is logged and reported as -1; it never stops anything else.
-import { AuthorizationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api, type RbacV1Subject } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorLine } from '../../api/kube-errors.ts';
 import { type HookObject, toHook } from '../../api/resources.ts';
 import { API_VERSION } from '../../api/types.ts';
 import {
-  type BindingView,
   type BrokerGauge,
   type BrokerUse,
   brokerReport,
   brokersInUse,
   candidateSubjects,
   type HookEvent,
-  type NamespaceVerdict,
   PLATFORM_NAMESPACES,
   TRIGGER_CREATE,
 } from '../core/broker-namespace.ts';
 import { startPeriodicPass } from './periodic-pass.ts';
-import { openSubjects, recordFinding } from './subject-access.ts';
+import { recordFinding, whoMayIn } from './subject-access.ts';
 
 /** How often the leader looks again without being asked (docs/brokers.md). */
 export const BROKER_CHECK_PERIOD_MS = 5 * 60_000;
@@ -63,40 +61,24 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
   let told = new Map<string, string>();
   let gauges: readonly BrokerGauge[] = [];
 
-  const verdictFor = async (namespace: string, clusterBindings: readonly BindingView[]): Promise<NamespaceVerdict> => {
-    const list = await rbac.listNamespacedRoleBinding({ namespace });
-    const bindings = [...list.items.map((b) => bindingView('RoleBinding', b)), ...clusterBindings];
-    return { open: await openSubjects(authz, namespace, candidateSubjects(namespace, bindings, trusted), [TRIGGER_CREATE]) };
-  };
-
   const pass = async (stopped: () => boolean): Promise<void> => {
     const uses: BrokerUse[] = brokersInUse(
       opts.hooks().map((h) => ({ ...toHook(h), uid: h.metadata?.uid ?? '' })),
       opts.namespaces,
     );
-    const verdicts = new Map<string, NamespaceVerdict>();
-    if (uses.length > 0) {
-      let clusterBindings: BindingView[] | undefined;
-      try {
-        clusterBindings = await listClusterBindings(rbac);
-      } catch (err) {
-        log.warn({ err: errorLine(err) }, 'could not list ClusterRoleBindings: Broker namespaces are reported as -1 until the next check');
-      }
-      for (const namespace of new Set(uses.map((u) => u.namespace))) {
-        if (stopped()) return;
-        if (!clusterBindings) {
-          verdicts.set(namespace, { error: 'ClusterRoleBindings not listed' });
-          continue;
-        }
-        try {
-          verdicts.set(namespace, await verdictFor(namespace, clusterBindings));
-        } catch (err) {
-          verdicts.set(namespace, { error: errorLine(err) });
-          log.warn({ err: errorLine(err), namespace }, "could not check who may create Triggers in a Broker's namespace: reported as -1");
-        }
-      }
-    }
-    if (stopped()) return;
+    const verdicts = await whoMayIn(
+      uses.map((u) => u.namespace),
+      {
+        rbac,
+        authz,
+        candidates: (namespace, bindings) => candidateSubjects(namespace, bindings, trusted),
+        attrs: [TRIGGER_CREATE],
+        stopped,
+        log,
+        doing: "create Triggers in a Broker's namespace",
+      },
+    );
+    if (!verdicts) return;
     const report = brokerReport(uses, verdicts, told);
     told = report.told;
     gauges = report.gauges;
@@ -126,23 +108,6 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
       await passes.stop();
       gauges = [];
     },
-  };
-}
-
-/** Every ClusterRoleBinding, reduced to whom it names. */
-export async function listClusterBindings(rbac: RbacAuthorizationV1Api): Promise<BindingView[]> {
-  return (await rbac.listClusterRoleBinding()).items.map((b) => bindingView('ClusterRoleBinding', b));
-}
-
-export function bindingView(
-  kind: BindingView['kind'],
-  b: { metadata?: { name?: string; namespace?: string }; subjects?: RbacV1Subject[] },
-): BindingView {
-  return {
-    kind,
-    name: b.metadata?.name ?? '',
-    ...(b.metadata?.namespace ? { namespace: b.metadata.namespace } : {}),
-    subjects: (b.subjects ?? []).map((s) => ({ kind: s.kind, name: s.name, ...(s.namespace ? { namespace: s.namespace } : {}) })),
   };
 }
 

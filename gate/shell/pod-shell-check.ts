@@ -7,11 +7,10 @@
 import { AuthorizationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorLine } from '../../api/kube-errors.ts';
-import { type BindingView, PLATFORM_NAMESPACES } from '../core/broker-namespace.ts';
-import { hookedNamespaces, POD_SHELL, type ShellGauge, type ShellVerdict, shellCandidates, shellReport } from '../core/pod-shell.ts';
-import { bindingView, listClusterBindings } from './broker-namespaces.ts';
+import { PLATFORM_NAMESPACES } from '../core/broker-namespace.ts';
+import { hookedNamespaces, POD_SHELL, type ShellGauge, shellCandidates, shellReport } from '../core/pod-shell.ts';
 import { startPeriodicPass } from './periodic-pass.ts';
-import { openSubjects, recordFinding } from './subject-access.ts';
+import { recordFinding, whoMayIn } from './subject-access.ts';
 
 /** How often the leader looks again without being asked (docs/operations.md). */
 export const SHELL_CHECK_PERIOD_MS = 5 * 60_000;
@@ -45,37 +44,18 @@ export function startPodShellCheck(opts: PodShellCheckOptions): PodShellCheck {
   let told = new Map<string, string>();
   let gauges: readonly ShellGauge[] = [];
 
-  const verdictFor = async (namespace: string, clusterBindings: readonly BindingView[]): Promise<ShellVerdict> => {
-    const list = await rbac.listNamespacedRoleBinding({ namespace });
-    const bindings = [...list.items.map((b) => bindingView('RoleBinding', b)), ...clusterBindings];
-    return { open: await openSubjects(authz, namespace, shellCandidates(namespace, bindings, trusted), POD_SHELL) };
-  };
-
   const pass = async (stopped: () => boolean): Promise<void> => {
     const namespaces = hookedNamespaces(opts.runNamespaces());
-    const verdicts = new Map<string, ShellVerdict>();
-    if (namespaces.length > 0) {
-      let clusterBindings: BindingView[] | undefined;
-      try {
-        clusterBindings = await listClusterBindings(rbac);
-      } catch (err) {
-        log.warn({ err: errorLine(err) }, 'could not list ClusterRoleBindings: hooked namespaces are reported as -1 until the next check');
-      }
-      for (const namespace of namespaces) {
-        if (stopped()) return;
-        if (!clusterBindings) {
-          verdicts.set(namespace, { error: 'ClusterRoleBindings not listed' });
-          continue;
-        }
-        try {
-          verdicts.set(namespace, await verdictFor(namespace, clusterBindings));
-        } catch (err) {
-          verdicts.set(namespace, { error: errorLine(err) });
-          log.warn({ err: errorLine(err), namespace }, "could not check who may exec into a hooked namespace's pods: reported as -1");
-        }
-      }
-    }
-    if (stopped()) return;
+    const verdicts = await whoMayIn(namespaces, {
+      rbac,
+      authz,
+      candidates: (namespace, bindings) => shellCandidates(namespace, bindings, trusted),
+      attrs: POD_SHELL,
+      stopped,
+      log,
+      doing: "exec into a hooked namespace's pods",
+    });
+    if (!verdicts) return;
     const report = shellReport(namespaces, verdicts, told);
     told = report.told;
     gauges = report.gauges;

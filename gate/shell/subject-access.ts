@@ -7,14 +7,17 @@ import {
   type AuthorizationV1Api,
   type CoreV1Api,
   PatchStrategy,
+  type RbacAuthorizationV1Api,
+  type RbacV1Subject,
   setHeaderOptions,
   type V1ObjectReference,
   type V1ResourceAttributes,
 } from '@kubernetes/client-node';
-import { isConflict } from '../../api/kube-errors.ts';
+import type { Logger } from 'pino';
+import { errorLine, isConflict } from '../../api/kube-errors.ts';
 import { FIELD_MANAGER } from '../../api/resources.ts';
 import { EVENT_REASON_LABEL } from '../../api/types.ts';
-import { type Candidate, coveredByOpenGroup, groupsFirst } from '../core/broker-namespace.ts';
+import { type BindingView, type Candidate, coveredByOpenGroup, groupsFirst, type NamespaceVerdict } from '../core/broker-namespace.ts';
 
 /**
  * The candidates allowed any of `attrs` in `namespace`, sorted by key. A candidate allowed only as
@@ -47,6 +50,63 @@ export async function openSubjects(
     open.push(candidate);
   }
   return open.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+export interface WhoMayOptions {
+  rbac: RbacAuthorizationV1Api;
+  authz: AuthorizationV1Api;
+  /** The subjects worth asking about in a namespace, from its RoleBindings and every ClusterRoleBinding. */
+  candidates: (namespace: string, bindings: readonly BindingView[]) => Candidate[];
+  attrs: readonly Omit<V1ResourceAttributes, 'namespace'>[];
+  stopped: () => boolean;
+  log: Logger;
+  /** For the log: "create Triggers in a Broker's namespace". */
+  doing: string;
+}
+
+/**
+ * Who may do `attrs` in each namespace. A namespace that could not be checked gets the error
+ * (logged; the checks report it as -1 and keep what they told); undefined once `stopped()`.
+ */
+export async function whoMayIn(namespaces: Iterable<string>, opts: WhoMayOptions): Promise<Map<string, NamespaceVerdict> | undefined> {
+  const verdicts = new Map<string, NamespaceVerdict>();
+  let clusterBindings: BindingView[] | undefined;
+  const wanted = [...new Set(namespaces)];
+  if (wanted.length === 0) return verdicts;
+  try {
+    clusterBindings = (await opts.rbac.listClusterRoleBinding()).items.map((b) => bindingView('ClusterRoleBinding', b));
+  } catch (err) {
+    opts.log.warn({ err: errorLine(err) }, 'could not list ClusterRoleBindings: every namespace is reported as -1 until the next check');
+  }
+  for (const namespace of wanted) {
+    if (opts.stopped()) return undefined;
+    if (!clusterBindings) {
+      verdicts.set(namespace, { error: 'ClusterRoleBindings not listed' });
+      continue;
+    }
+    try {
+      const own = (await opts.rbac.listNamespacedRoleBinding({ namespace })).items.map((b) => bindingView('RoleBinding', b));
+      const candidates = opts.candidates(namespace, [...own, ...clusterBindings]);
+      verdicts.set(namespace, { open: await openSubjects(opts.authz, namespace, candidates, opts.attrs) });
+    } catch (err) {
+      verdicts.set(namespace, { error: errorLine(err) });
+      opts.log.warn({ err: errorLine(err), namespace }, `could not check who may ${opts.doing}: reported as -1`);
+    }
+  }
+  return opts.stopped() ? undefined : verdicts;
+}
+
+/** A binding reduced to whom it names. */
+export function bindingView(
+  kind: BindingView['kind'],
+  b: { metadata?: { name?: string; namespace?: string }; subjects?: RbacV1Subject[] },
+): BindingView {
+  return {
+    kind,
+    name: b.metadata?.name ?? '',
+    ...(b.metadata?.namespace ? { namespace: b.metadata.namespace } : {}),
+    subjects: (b.subjects ?? []).map((s) => ({ kind: s.kind, name: s.name, ...(s.namespace ? { namespace: s.namespace } : {}) })),
+  };
 }
 
 export interface FindingEvent {
