@@ -3,24 +3,27 @@
 // Revision's own image, like Heroku's release phase or Fly's release_command: migrate the
 // database before the new code takes traffic. That image is the digest the request named (the
 // one every hook was asked about), confirmed against the PrestartRun (image.ts).
-import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Container, type V1Job } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Container, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import type { HookServer } from '../../sdk/http.ts';
-import { CancelledError, DeadlineError, fail, type HookContext, type HookHandler, type HookRequest, succeed } from '../../sdk/types.ts';
+import { CancelledError, DeadlineError, fail, type HookHandler, type HookRequest, succeed } from '../../sdk/types.ts';
 import { giveUpAt, humanDuration } from '../common/deadline.ts';
-import { errorLine, namespaceGrantHint, statusOf } from '../common/kube.ts';
+import { errorLine, statusOf } from '../common/kube.ts';
 import { paramsMessage } from '../common/params.ts';
 import { pollUntil, withRetries } from '../common/poll.ts';
 import { type BuiltinHookOptions, DEFAULT_POLL_MAX_MS, type ServeBuiltinOptions, serveBuiltin } from '../common/serve.ts';
 import { type RevisionResource, type VerifiedRequest, verifyRequest } from '../common/verify.ts';
+import { deleteJob, ensureJob } from './ensure.ts';
 import { imageFromRequest } from './image.ts';
-import { buildJob, JOB_CONTAINER, REVISION_UID_LABEL } from './manifest.ts';
+import { buildJob, JOB_CONTAINER } from './manifest.ts';
 import { type JobParams, readJobParams } from './params.ts';
+import { untrustedRun } from './ran.ts';
 import { describePodFailure, type FailureReport, failureMessage, jobState, lastFailedPod } from './status.ts';
 
 export { buildJob, jobName } from './manifest.ts';
 export { type CleanupPolicy, type JobParams, readJobParams } from './params.ts';
 
 const LOG_TIMEOUT_MS = 10_000;
+const CONTROLLER_UID_LABEL = 'batch.kubernetes.io/controller-uid';
 
 export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
   const custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -56,12 +59,17 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
     const job = { namespace, name, where: `${namespace}/${name}` };
     // The details link of every reply (issue 12): the command that prints this Job's logs.
     const logs = `kubectl logs job/${name} -n ${namespace} --all-containers`;
-    const remove = () => deleteJob(batch, namespace, name);
+    const retry = `kubectl annotate prestartrun ${req.revision.name} -n ${namespace} prestart.dev/retry=$(date +%s) --overwrite`;
+    // Until the Job is ours (created or adopted), a cancel deletes whatever Job holds the name, as
+    // before; after, only the Job of that uid.
+    let uid: string | undefined;
+    const remove = () => deleteJob(batch, namespace, name, uid);
 
     try {
-      const ensured = await ensureJob(batch, manifest, req.revision.uid, giveUp, ctx);
-      if (typeof ensured === 'object') return fail(ensured.error);
-      await ctx.progress(5, ensured === 'created' ? `Job ${job.where} created` : `Job ${job.where} exists: waiting for it`, logs);
+      const ensured = await ensureJob({ batch, custom }, manifest, req.revision.uid, giveUp, ctx, retry);
+      if ('error' in ensured) return fail(ensured.error);
+      uid = ensured.uid;
+      await ctx.progress(5, ensured.outcome === 'created' ? `Job ${job.where} created` : `Job ${job.where} exists: waiting for it`, logs);
 
       let reported = '';
       const ended = await pollUntil(
@@ -73,6 +81,8 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
             if (statusOf(err) === 404) return { gone: true as const };
             throw err;
           }
+          // Someone deleted the Job and made another under its name: that one was not checked.
+          if (current.metadata?.uid !== ensured.uid) return { replaced: true as const };
           const state = jobState(current);
           if (state.state !== 'running') return { job: current, state };
           const note = state.active > 0 ? `Job ${job.where} running` : `Job ${job.where} starting`;
@@ -93,7 +103,14 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
         );
       }
       if ('gone' in ended) return fail(`Job ${job.where} was deleted before it finished`);
+      if ('replaced' in ended) {
+        return fail(`Job ${job.where} was deleted and another Job made under its name while the hook waited: not adopted; retry: ${retry}`);
+      }
       if (ended.state.state === 'complete') {
+        const pods = await jobPods(core, job, ensured.uid, ctx.signal);
+        const distrust = typeof pods === 'string' ? pods : untrustedRun(job, manifest.spec?.template ?? {}, pods);
+        // The Job stays, for whoever looks into it.
+        if (distrust) return fail(distrust, logs);
         const cleaned = params.cleanup !== 'Never' && (await remove());
         const done = succeed(`Job ${job.where} completed${cleaned ? ' and was deleted' : ''}`);
         return cleaned ? done : { ...done, details: logs };
@@ -149,66 +166,19 @@ function envSource(revision: RevisionResource, name: string | undefined): V1Cont
   return name ? containers.find((c) => c.name === name) : containers[0];
 }
 
-/**
- * Creates the Job, or finds the one an earlier delivery of the same request created (409). A
- * Job of that name left by an earlier Revision of the same name (other uid) is replaced.
- */
-async function ensureJob(
-  batch: BatchV1Api,
-  manifest: V1Job,
-  revisionUid: string,
-  giveUp: Date,
-  ctx: HookContext,
-): Promise<'created' | 'exists' | { error: string }> {
-  const namespace = manifest.metadata?.namespace ?? '';
-  const name = manifest.metadata?.name ?? '';
-  const create = async (): Promise<'created' | 'conflict' | { error: string }> => {
-    try {
-      await withRetries(() => batch.createNamespacedJob({ namespace, body: manifest }), ctx.signal);
-      return 'created';
-    } catch (err) {
-      ctx.signal.throwIfAborted();
-      if (statusOf(err) === 409) return 'conflict';
-      const hint = statusOf(err) === 403 ? ` (${namespaceGrantHint('job', namespace)})` : '';
-      return { error: `could not create Job ${namespace}/${name}: ${errorLine(err)}${hint}` };
-    }
-  };
-  const first = await create();
-  if (first !== 'conflict') return first;
-  let existing: V1Job;
+/** The pods of the Job of that uid (the label the Job API puts on them), or why they cannot be listed. */
+async function jobPods(
+  core: CoreV1Api,
+  { namespace, where }: { namespace: string; where: string },
+  uid: string,
+  signal: AbortSignal,
+): Promise<V1Pod[] | string> {
   try {
-    existing = await withRetries(() => batch.readNamespacedJob({ name, namespace }), ctx.signal);
+    const list = await withRetries(() => core.listNamespacedPod({ namespace, labelSelector: `${CONTROLLER_UID_LABEL}=${uid}` }), signal);
+    return list.items;
   } catch (err) {
-    ctx.signal.throwIfAborted();
-    return { error: `Job ${namespace}/${name} exists but cannot be read: ${errorLine(err)}` };
-  }
-  if (existing.metadata?.labels?.[REVISION_UID_LABEL] === revisionUid) return 'exists';
-  ctx.logger.info({ job: `${namespace}/${name}` }, 'replacing a Job left by an earlier Revision of the same name');
-  await deleteJob(batch, namespace, name);
-  const gone = await pollUntil(
-    async () => {
-      try {
-        await batch.readNamespacedJob({ name, namespace });
-        return undefined;
-      } catch (err) {
-        if (statusOf(err) === 404) return true;
-        throw err;
-      }
-    },
-    { signal: ctx.signal, until: giveUp, maxMs: 1000 },
-  );
-  if (!gone) return { error: `Job ${namespace}/${name}, left by an earlier Revision of the same name, is still being deleted` };
-  const second = await create();
-  return second === 'conflict' ? { error: `Job ${namespace}/${name} exists and belongs to another Revision` } : second;
-}
-
-/** Deletes the Job and its pods (Jobs orphan their pods unless told otherwise); true when it was there. */
-async function deleteJob(batch: BatchV1Api, namespace: string, name: string): Promise<boolean> {
-  try {
-    await batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Background' });
-    return true;
-  } catch {
-    return false;
+    signal.throwIfAborted();
+    return `Job ${where} completed, but its pods cannot be listed to check what ran: ${errorLine(err)}`;
   }
 }
 
@@ -227,7 +197,7 @@ async function failureReport(
   const uid = job.metadata?.uid;
   const pods = uid
     ? await core
-        .listNamespacedPod({ namespace: r.namespace, labelSelector: `batch.kubernetes.io/controller-uid=${uid}` })
+        .listNamespacedPod({ namespace: r.namespace, labelSelector: `${CONTROLLER_UID_LABEL}=${uid}` })
         .then((l) => l.items)
         .catch(() => [])
     : [];
