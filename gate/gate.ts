@@ -253,7 +253,13 @@ export async function startGate(
         });
         shellCheck = startPodShellCheck({
           kc,
-          runNamespaces: () => caches.runs.list().map((r) => r.metadata?.namespace ?? ''),
+          // Only the namespaces this gate serves (its namespace cache is narrowed by --namespace-selector):
+          // another gate instance's namespaces are that gate's to report.
+          runNamespaces: () =>
+            caches.runs
+              .list()
+              .map((r) => r.metadata?.namespace ?? '')
+              .filter((ns) => caches.namespaces.get(ns) !== undefined),
           gateNamespace: config.namespace,
           log,
         });

@@ -87,7 +87,7 @@ test.serial(
       ),
     );
     t.notRegex(event?.message ?? '', /bob/);
-    t.is(await gauge(), 1);
+    await waitFor(async () => (await gauge()) === 1, { timeoutMs: 30_000, what: 'the gauge to count 1' });
   },
 );
 
