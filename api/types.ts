@@ -276,6 +276,22 @@ export interface PrestartRunStatus {
   summary?: string;
   /** Set when an admin broke the glass (FORCE_RELEASE_ANNOTATION): the run was released without its hooks. */
   forcedRelease?: { reason: string; by: string; at: string };
+  /**
+   * After the release: pods of the Revision seen running a digest other than the one the hooks
+   * approved (gate/core/drift.ts), the first ones found; absent while none was.
+   */
+  imageDrift?: ImageDriftRecord[];
+}
+
+/** A container of a released Revision's pod that runs another digest than the one its hooks approved. */
+export interface ImageDriftRecord {
+  pod: string;
+  container: string;
+  /** The approved digest (sha256:...), from the run's spec.containers. */
+  expected: string;
+  /** The digest the pod's kubelet reports (status.containerStatuses[].imageID). */
+  running: string;
+  detectedAt: string;
 }
 
 export interface PrestartRunView {

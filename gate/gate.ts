@@ -3,6 +3,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { CoreV1Api } from '@kubernetes/client-node';
 import express from 'express';
 import pino, { type Logger } from 'pino';
 import { errorLine } from '../api/kube-errors.ts';
@@ -24,6 +25,7 @@ import { type Clock, systemClock } from './shell/clock.ts';
 import type { RequestObserver } from './shell/connections.ts';
 import { Controller } from './shell/controller.ts';
 import { type DrainOptions, trackRequests } from './shell/drain.ts';
+import { type ImageDriftWatch, startImageDriftWatch } from './shell/image-drift.ts';
 import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
 import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
 import { LeaderElector } from './shell/leader.ts';
@@ -215,6 +217,12 @@ export async function startGate(
   let shellCheck: PodShellCheck | undefined;
   metrics.podShell(() => shellCheck?.gauges() ?? []);
   caches.runs.on('add', (run) => shellCheck?.runAdded(run.metadata?.namespace ?? ''));
+  // And the watch of what the pods of released hooked Revisions run (image drift): on every change
+  // of their pods or runs, and over every cached pod at the start of a term.
+  let driftWatch: ImageDriftWatch | undefined;
+  metrics.imageDrift(() => driftWatch?.gauges() ?? []);
+  for (const verb of ['add', 'update', 'delete'] as const) caches.pods.on(verb, (pod) => driftWatch?.podChanged(pod));
+  for (const verb of ['add', 'update'] as const) caches.runs.on(verb, (run) => driftWatch?.runChanged(run));
   // One controller for the life of the process; each term of leadership starts and stops it.
   const controller = new Controller({
     caches,
@@ -263,6 +271,16 @@ export async function startGate(
           gateNamespace: config.namespace,
           log,
         });
+        driftWatch = startImageDriftWatch({
+          pods: (namespace) => caches.pods.list(namespace),
+          run: (namespace, name) => caches.written.get(namespace, name),
+          inScope: (namespace) => caches.namespaces.get(namespace) !== undefined,
+          client,
+          core: kc.makeApiClient(CoreV1Api),
+          clock,
+          log,
+        });
+        driftWatch.checkAll();
       },
       onStoppedLeading: () => {
         void triggers?.stop();
@@ -271,6 +289,8 @@ export async function startGate(
         brokerCheck = undefined;
         void shellCheck?.stop();
         shellCheck = undefined;
+        void driftWatch?.stop();
+        driftWatch = undefined;
         void controller.stop();
       },
     },
@@ -294,6 +314,7 @@ export async function startGate(
       await leader.stop();
       await triggers?.stop();
       await brokerCheck?.stop();
+      await driftWatch?.stop();
       await controller.stop();
       if (options?.drain) await drainer.drain(options.drain);
       await natsSink?.stop();

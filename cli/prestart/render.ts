@@ -4,6 +4,7 @@
 import type { RunObject } from '../../api/resources.ts';
 import type { HookSnapshot, HookStatus, PrestartRunStatus } from '../../api/types.ts';
 import { RETRY_ANNOTATION } from '../../api/types.ts';
+import { driftText } from '../../gate/core/drift.ts';
 
 const MARK: Record<string, string> = {
   Pending: '○',
@@ -116,7 +117,7 @@ export function whyParagraph(run: RunObject, now: Date): string {
       .join('');
   switch (status?.phase ?? 'Pending') {
     case 'Released':
-      return `${rev} is not held: it was released${status?.releasedAt ? ` at ${status.releasedAt}` : ''} (${readyMessage(status) ?? 'all hooks passed'}).`;
+      return `${rev} is not held: it was released${status?.releasedAt ? ` at ${status.releasedAt}` : ''} (${readyMessage(status) ?? 'all hooks passed'}).${driftSentences(status)}`;
     case 'Cancelled':
       return `${rev} will not start: its hooks were ${readyMessage(status) ?? 'cancelled'}. A cancelled run is final; to start over, delete it: kubectl delete prestartrun ${name} -n ${ns}.`;
     case 'Failed': {
@@ -144,6 +145,14 @@ export function whyParagraph(run: RunObject, now: Date): string {
       return `${rev} is held while it waits for ${what.join(' and ')}.${doneText}${detailsOf(waiting)} Nothing to do unless it is stuck: watch it with kn prestart get ${name} -n ${ns} -w.`;
     }
   }
+}
+
+/** What the gate saw running after the release that the hooks did not approve (status.imageDrift). */
+function driftSentences(status: PrestartRunStatus | undefined): string {
+  const drift = status?.imageDrift ?? [];
+  if (drift.length === 0) return '';
+  const lines = drift.map((d) => ` Image drift: ${driftText(d)} (seen ${d.detectedAt}).`);
+  return `${lines.join('')} Find who changed it in the audit log; the Revision's Warning ImageDrift events say the same.`;
 }
 
 function failureVerb(h: HookStatus): string {

@@ -8,6 +8,8 @@
 // hold trimmed views (gate/shell/views.ts), lists come in pages, and the Revisions are two
 // informers: the held ones (label-selected, what decide() reads) and a metadata-only stub of
 // every Revision, indexed by Configuration (gate/shell/revision-index.ts) for supersession.
+// The leader also watches the Revisions' pods for image drift (gate/shell/image-drift.ts); that
+// informer never holds up the controller.
 import { CoreV1Api, type KubeConfig, type KubernetesObject, setHeaderOptions, type V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
@@ -27,7 +29,17 @@ import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer 
 import { KeyLocks } from './key-locks.ts';
 import type { KubeClient } from './kube-client.ts';
 import { RevisionIndex } from './revision-index.ts';
-import { heldRevisionView, METADATA_ONLY, METADATA_ONLY_LIST, revisionStub, routeView, runView } from './views.ts';
+import {
+  heldRevisionView,
+  METADATA_ONLY,
+  METADATA_ONLY_LIST,
+  type PodObject,
+  podView,
+  REVISION_UID_LABEL,
+  revisionStub,
+  routeView,
+  runView,
+} from './views.ts';
 import { WrittenRuns } from './written-runs.ts';
 
 export type { Cache, InformerHealth };
@@ -47,6 +59,8 @@ export interface Caches {
   /** The runs this replica wrote and the informer has not delivered yet: `written.get` is the newest copy known. */
   written: WrittenRuns;
   namespaces: Cache<V1Namespace>;
+  /** The pods of Knative Revisions (views.ts podView); filled once lead() was called, which does not wait for it. */
+  pods: Cache<PodObject>;
   /**
    * Each informer's state, for liveness and the webhooks' refusals: those the replica serves
    * from, and the controller's once they have listed (a leader still listing is not unhealthy).
@@ -129,6 +143,29 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
     revisions: custom<RevisionObject>(REVISIONS, 'revisions (held)', heldRevisionView, { labelSelector: `${HOLD_LABEL}=true` }),
     revisionStubs: custom<KubernetesObject>(REVISIONS, 'revisions (all, metadata)', revisionStub, { accept: METADATA_ONLY }),
   };
+  // The pods of every Revision: no label the gate stamps outlives a release (the hold label comes
+  // off, the Deployment policy refuses it; the inject label only marks bindings), and one stamped
+  // for this would be trusted only once the stamp policy required it. Knative's revisionUID label
+  // is on every pod of a Revision and on nothing else (prestart-revision-pods guards it), so the
+  // cache holds Knative's pods only, each slimmed to a few strings; the drift watch judges those
+  // whose Revision has a released run.
+  const drift = {
+    pods: trackedInformer<PodObject>(
+      kc,
+      '/api/v1/pods',
+      () =>
+        inTurn(() =>
+          pagedList(
+            (cont) =>
+              core.listPodForAllNamespaces({ limit, _continue: cont, labelSelector: REVISION_UID_LABEL }) as Promise<Listed<PodObject>>,
+            podView,
+          ),
+        ),
+      'pods (Revisions)',
+      log,
+      { watchTimeoutSeconds: opts.watchTimeoutSeconds, labelSelector: REVISION_UID_LABEL, transform: podView },
+    ),
+  };
   const revisionIndex = new RevisionIndex();
   // Registered before anyone else's handlers: the index is current when the controller hears of a change.
   leading.revisionStubs.cache.on('add', (obj) => revisionIndex.set(obj));
@@ -136,7 +173,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
   leading.revisionStubs.cache.on('delete', (obj) => revisionIndex.delete(obj));
 
   const servingAll = Object.values(serving);
-  const leadingAll = Object.values(leading);
+  const leadingAll = [...Object.values(leading), drift.pods] as TrackedInformer<KubernetesObject>[];
   let leadingStarted: Promise<void> | undefined;
   return {
     revisions: leading.revisions.cache,
@@ -147,6 +184,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
     runs: serving.runs.cache,
     written: new WrittenRuns(serving.runs.cache, runView),
     namespaces: serving.namespaces.cache,
+    pods: drift.pods.cache,
     health: () => [...servingAll, ...leadingAll.filter((i) => leadingStarted && i.health().listed)].map((i) => i.health()),
     synced: async () => {
       await Promise.all(servingAll.map((i) => i.listed));
@@ -154,7 +192,8 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
     lead() {
       leadingStarted ??= (async () => {
         for (const informer of leadingAll) startInformer(informer);
-        await Promise.all(leadingAll.map((i) => i.listed));
+        // Not the pods: a failing pods watch (RBAC not yet granted) must not keep the controller from releasing.
+        await Promise.all(Object.values(leading).map((i) => i.listed));
       })();
       return leadingStarted;
     },

@@ -22,6 +22,7 @@ import {
   type Condition,
   type ContainerImage,
   EVENT_REASON_LABEL,
+  type ImageDriftRecord,
   type PrestartRunSpec,
   type PrestartRunStatus,
   type RevisionView,
@@ -133,6 +134,19 @@ export class KubeClient {
         body: { metadata: { resourceVersion: run.metadata?.resourceVersion }, spec: { containers } },
         fieldManager: FIELD_MANAGER,
       },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as RunObject;
+    this.onRunWritten(written);
+    return written;
+  }
+
+  /**
+   * Writes status.imageDrift on a run, and nothing else of its status: a finished run is cached
+   * slim and final (views.ts), so its status is never replaced, only this field merged in.
+   */
+  async recordRunDrift(namespace: string, name: string, imageDrift: ImageDriftRecord[]): Promise<RunObject> {
+    const written = (await this.custom.patchNamespacedCustomObjectStatus(
+      { ...gvp(RUNS), namespace, name, body: { status: { imageDrift } }, fieldManager: FIELD_MANAGER },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     )) as RunObject;
     this.onRunWritten(written);

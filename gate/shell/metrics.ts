@@ -3,8 +3,9 @@
 //
 // Labels are bounded: hook (PrestartHook names, which admins create), transport, outcome, phase,
 // webhook, verdict, and the apiserver's verb, resource and status code of the gate's own calls. Never a Revision or a namespace: those grow without bound.
-// (One exception: the namespace and name of a Broker that PrestartHooks deliver through, as many
-// as the hooks admins create.)
+// (Exceptions: the namespace and name of a Broker that PrestartHooks deliver through, as many
+// as the hooks admins create; and the namespace and Revision of image drift, a series only while
+// a Revision's pods run what its hooks did not approve, each an incident.)
 //
 // Who reports what: every replica counts what it does itself (admissions, requests it sends,
 // replies its sinks take). Transitions (attempts ended, resends, retries, runs released...) are
@@ -17,6 +18,7 @@ import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
 import type { BrokerGauge } from '../core/broker-namespace.ts';
 import type { ShellGauge } from '../core/pod-shell.ts';
 import type { RequestObserver } from './connections.ts';
+import type { DriftGauge } from './image-drift.ts';
 import { kubeRequestKind } from './kube-requests.ts';
 import { RunObserver } from './observer.ts';
 import { noTracing, type Tracing } from './tracing.ts';
@@ -48,6 +50,8 @@ export interface Metrics {
   brokerNamespaces(source: () => readonly BrokerGauge[]): void;
   /** The pod shell gauge reads `source` at scrape time while the replica leads (gate/shell/pod-shell-check.ts). */
   podShell(source: () => readonly ShellGauge[]): void;
+  /** The image drift gauge reads `source` at scrape time while the replica leads (gate/shell/image-drift.ts). */
+  imageDrift(source: () => readonly DriftGauge[]): void;
   /** Where the gate runs: prestart_gate_cluster_info{kubernetes, knative_serving} 1 ("unknown" where unread). */
   clusterInfo(versions: ClusterVersions | undefined): void;
   /** A leadership term starts with this queue: the observer forgets the last term, the queue reports here. */
@@ -70,6 +74,7 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
   let depth: (() => number) | undefined;
   let brokers: () => readonly BrokerGauge[] = () => [];
   let shells: () => readonly ShellGauge[] = () => [];
+  let drifts: () => readonly DriftGauge[] = () => [];
   let lastView: { at: number; view: HoldView } | undefined;
   // Three gauges read the same view in one scrape: compute it once per scrape.
   const view = (s: HoldSource): HoldView => {
@@ -200,6 +205,20 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
   });
 
+  new Gauge({
+    name: 'prestart_gate_image_drift',
+    help:
+      'Containers of the pods of a released hooked Revision that run an image digest other than the one its pre-start hooks approved ' +
+      '(their status.containerStatuses[].imageID against the PrestartRun’s spec.containers); a series only while some do (reported by the leader)',
+    labelNames: ['namespace', 'revision'] as const,
+    registers,
+    collect() {
+      this.reset();
+      if (!leading()) return;
+      for (const g of drifts()) this.set({ namespace: g.namespace, revision: g.revision }, g.value);
+    },
+  });
+
   const queueAdds = new Counter({ name: 'prestart_gate_workqueue_adds_total', help: 'Keys added to the work queue', registers });
   const queueRetries = new Counter({
     name: 'prestart_gate_workqueue_retries_total',
@@ -296,6 +315,9 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
     },
     podShell(source) {
       shells = source;
+    },
+    imageDrift(source) {
+      drifts = source;
     },
     clusterInfo(versions) {
       clusterInfo.reset();

@@ -14,8 +14,9 @@
 //   Route           the Revision names its traffic targets
 //   PrestartRun     without managedFields; once Released or Cancelled (final: decide() never
 //                   writes it again) only its uid, phase, the containers it recorded, the hooks
-//                   that contributed bindings (the pod webhook injects those) and the Ready
-//                   condition of a cancelled run
+//                   that contributed bindings (the pod webhook injects those), the Ready
+//                   condition of a cancelled run and the image drift recorded after a release
+//   Revision's pod  (leader, for the drift watch) its Revision's labels and each container's imageID
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import {
   digestsResolved,
@@ -160,5 +161,41 @@ function slimStatus(status: PrestartRunStatus): PrestartRunStatus {
         );
   // A cancelled run's Ready message is the hold reason decide() keeps on the Revision (rule 9).
   const conditions = status.phase === 'Cancelled' ? status.conditions.filter((c) => c.type === 'Ready') : NONE;
-  return { phase: intern(status.phase), hooks, conditions };
+  const slim: PrestartRunStatus = { phase: intern(status.phase), hooks, conditions };
+  // What drift was recorded: a new leader does not tell it again (gate/shell/image-drift.ts).
+  if (status.imageDrift?.length) slim.imageDrift = status.imageDrift;
+  return slim;
+}
+
+/** The pod labels that tie a pod to its Revision (Knative puts them on every pod of the Revision). */
+export const REVISION_LABEL = 'serving.knative.dev/revision';
+export const REVISION_UID_LABEL = 'serving.knative.dev/revisionUID';
+
+/** A Revision's pod as the drift watch reads it: its Revision, and what each started container runs. */
+export interface PodObject extends KubernetesObject {
+  status?: { containerStatuses?: PodImageStatus[]; initContainerStatuses?: PodImageStatus[] };
+}
+export interface PodImageStatus {
+  name: string;
+  imageID?: string;
+}
+
+/** A pod: name, its Revision's two labels and each container's name and imageID; nothing of its spec. */
+export function podView(obj: PodObject): PodObject {
+  const md = obj.metadata;
+  const metadata = identity(md, false);
+  const labels: Record<string, string> = {};
+  for (const key of [REVISION_LABEL, REVISION_UID_LABEL]) {
+    const value = md?.labels?.[key];
+    if (value !== undefined) labels[key] = intern(value);
+  }
+  metadata.labels = labels;
+  const images = (list: PodImageStatus[] | undefined) =>
+    list?.map((c) => (c.imageID ? { name: c.name, imageID: c.imageID } : { name: c.name }));
+  const status: NonNullable<PodObject['status']> = {};
+  const containers = images(obj.status?.containerStatuses);
+  const inits = images(obj.status?.initContainerStatuses);
+  if (containers?.length) status.containerStatuses = containers;
+  if (inits?.length) status.initContainerStatuses = inits;
+  return { metadata, status };
 }
