@@ -104,7 +104,10 @@ test('a namespace owner cannot remove the hold label, rewrite the hooks snapshot
   const finalizer = await tenantPatch('held-00001', { metadata: { finalizers: null } });
   t.true(finalizer instanceof ApiException && finalizer.code === 403, 'dropping the cancel finalizer is denied');
   const other = await tenantPatch('held-00001', { metadata: { labels: { team: 'a' } } });
-  t.true(other instanceof ApiException && other.code === 403, 'any other label too: the hooks are told the labels (prestart-revision-metadata)');
+  t.true(
+    other instanceof ApiException && other.code === 403,
+    'any other label too: the hooks are told the labels (prestart-revision-metadata)',
+  );
   if (other instanceof ApiException) t.regex(String(other.body), /may not change the labels or annotations of Revision held-00001/);
 });
 
