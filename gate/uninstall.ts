@@ -97,6 +97,7 @@ export async function uninstall(opts: UninstallOptions): Promise<void> {
     n.startsWith(LEASE_PREFIX),
   );
   const webhooks = names((await api.admission.listMutatingWebhookConfiguration({ labelSelector: PART_OF })).items);
+  const stampers = await mutatingPolicies(api.custom);
   const revisions = served.has('revisions.serving.knative.dev') ? await heldRevisions(api.custom) : [];
   const policies = names((await api.admission.listValidatingAdmissionPolicy({ labelSelector: PART_OF })).items);
   const bindings = names((await api.admission.listValidatingAdmissionPolicyBinding({ labelSelector: PART_OF })).items);
@@ -152,9 +153,16 @@ export async function uninstall(opts: UninstallOptions): Promise<void> {
       },
     },
     {
-      title: `stop stamping and injecting: delete ${list('mutatingwebhookconfiguration', webhooks)}`,
+      title: `stop stamping and injecting: delete ${list('mutatingwebhookconfiguration', webhooks)}; ${list(
+        'mutatingadmissionpolicybinding',
+        stampers.bindings,
+      )}; ${list('mutatingadmissionpolicy', stampers.policies)}`,
       run: async () => {
         for (const name of webhooks) await gone(api.admission.deleteMutatingWebhookConfiguration({ name }));
+        // The apiserver's stamp goes with the webhook: left without PrestartHooks (their CRD is
+        // deleted last) its binding would fail every Revision create (failurePolicy Fail).
+        for (const name of stampers.bindings) await gone(api.custom.deleteClusterCustomObject({ ...MUTATING_POLICY_BINDINGS, name }));
+        for (const name of stampers.policies) await gone(api.custom.deleteClusterCustomObject({ ...MUTATING_POLICIES, name }));
       },
     },
     {
@@ -395,6 +403,22 @@ async function gone(request: Promise<unknown>): Promise<void> {
 function absentAsEmpty(err: unknown): { items: never[] } {
   if (isNotFound(err)) return { items: [] };
   throw err;
+}
+
+const MUTATING_POLICIES = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingadmissionpolicies' };
+const MUTATING_POLICY_BINDINGS = { ...MUTATING_POLICIES, plural: 'mutatingadmissionpolicybindings' };
+
+/**
+ * The apiserver's stamp (config/230), where the apiserver serves MutatingAdmissionPolicy v1 (a
+ * cluster that does not answers 404: nothing to delete). Read through the generic object API: the
+ * Kubernetes client's typed API predates the kind's v1.
+ */
+async function mutatingPolicies(custom: CustomObjectsApi): Promise<{ policies: string[]; bindings: string[] }> {
+  const named = async (ref: typeof MUTATING_POLICIES) =>
+    (
+      (await custom.listClusterCustomObject({ ...ref, labelSelector: PART_OF }).catch(absentAsEmpty)) as { items: KubernetesObject[] }
+    ).items.map((i) => i.metadata?.name ?? '');
+  return { policies: await named(MUTATING_POLICIES), bindings: await named(MUTATING_POLICY_BINDINGS) };
 }
 
 /** plural.group of every resource the apiserver serves, so absent kinds (no Knative Eventing) are skipped. */

@@ -6,8 +6,9 @@ import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
+import { isNotFound } from '../../api/kube-errors.ts';
 import { applyManifests } from '../../devcluster/apply.ts';
 import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
 import { GATE_USER } from '../../devcluster/gate/env.ts';
@@ -29,9 +30,10 @@ import { createDemoNamespace, type Demo, type DemoBroker } from './demo.ts';
 
 const configDir = fileURLToPath(new URL('../../config/', import.meta.url));
 /**
- * config/100-* (CRDs), 200-* (the hold policies), 300-* (RBAC), 400-* (the webhook configuration,
- * which the gate may update but not create; it rewrites it to its URL on 127.0.0.1 at start). Not
- * 500, the gate's Deployment: this gate runs in this process.
+ * config/100-* (CRDs), 200-* (the hold policies; 230, the apiserver's stamp, where the apiserver
+ * serves MutatingAdmissionPolicy v1), 300-* (RBAC), 400-* (the webhook configuration, which the
+ * gate may update but not create; it rewrites it to its URL on 127.0.0.1 at start). Not 500, the
+ * gate's Deployment: this gate runs in this process.
  */
 export function projectManifests(): string[] {
   return readdirSync(configDir)
@@ -122,7 +124,24 @@ export async function startBus(cluster: Cluster, demo: Demo, progress: (line: st
 }
 
 export async function installProject(kc: KubeConfig): Promise<void> {
-  for (const file of projectManifests()) await applyManifests(kc, file);
+  const stampServed = await servesMutatingPolicies(kc);
+  for (const file of projectManifests()) {
+    if (file.endsWith(APISERVER_STAMP) && !stampServed) continue;
+    await applyManifests(kc, file);
+  }
+}
+
+const APISERVER_STAMP = '230-stamp-mutating-policy.yaml';
+
+/** Kubernetes >= 1.36: the apiserver serves MutatingAdmissionPolicy v1 (older ones answer 404). */
+async function servesMutatingPolicies(kc: KubeConfig): Promise<boolean> {
+  return kc
+    .makeApiClient(CustomObjectsApi)
+    .listClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingadmissionpolicies', limit: 1 })
+    .then(
+      () => true,
+      (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+    );
 }
 
 /**

@@ -40,22 +40,20 @@ export function stampRevision(
     if (Object.hasOwn(annotations, key)) patch.push({ op: 'remove', path: pointer('metadata', 'annotations', key) });
   }
 
-  if (hookNames.length === 0) {
-    // Highest index first so the earlier indices stay valid while the patch applies.
-    for (let i = finalizers.length - 1; i >= 0; i--) {
-      if (finalizers[i] === CANCEL_FINALIZER) patch.push({ op: 'remove', path: pointer('metadata', 'finalizers', i) });
-    }
-    return { patch, hookNames };
+  // The cancel finalizer is the gate's: a forged one goes, and a held Revision gets it last. The
+  // snapshot lists the names in name order: the apiserver's stamp (config/230) inserts one name per
+  // hook in an order it does not fix, so only a sorted list comes out the same on both paths; the
+  // run order is each hook's spec.order, which the run reads from the hooks themselves.
+  const kept = finalizers.filter((f) => f !== CANCEL_FINALIZER);
+  const wanted = hookNames.length > 0 ? [...kept, CANCEL_FINALIZER] : kept;
+  if (wanted.length !== finalizers.length || wanted.some((f, i) => f !== finalizers[i])) {
+    // Adding the whole list replaces it, present or absent (the view cannot tell those apart).
+    patch.push({ op: 'add', path: pointer('metadata', 'finalizers'), value: wanted });
   }
+  if (hookNames.length === 0) return { patch, hookNames };
 
   setKey(patch, 'labels', labels, HOLD_LABEL, 'true');
-  setKey(patch, 'annotations', annotations, HOOKS_ANNOTATION, JSON.stringify(hookNames));
-  if (finalizers.length === 0) {
-    // The view cannot tell an absent list from an empty one; adding the whole list works for both.
-    patch.push({ op: 'add', path: pointer('metadata', 'finalizers'), value: [CANCEL_FINALIZER] });
-  } else if (!finalizers.includes(CANCEL_FINALIZER)) {
-    patch.push({ op: 'add', path: '/metadata/finalizers/-', value: CANCEL_FINALIZER });
-  }
+  setKey(patch, 'annotations', annotations, HOOKS_ANNOTATION, JSON.stringify([...hookNames].sort()));
   return { patch, hookNames };
 }
 

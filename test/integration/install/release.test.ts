@@ -11,6 +11,7 @@ import { freshCluster, type Installed, kubectlName } from './_support.ts';
 const IMAGE = `registry.example.com/knative-prestart@sha256:${'ab'.repeat(32)}`;
 const GATE = 'knative-prestart.yaml';
 const HOOKS = 'knative-prestart-hooks.yaml';
+const STAMP = 'knative-prestart-apiserver-stamp.yaml';
 let installed: Installed;
 
 test.before(async () => {
@@ -32,11 +33,14 @@ function reported(stdout: string, ...verbs: string[]): string[] {
 
 const names = (file: string) => (installed.objects[file] ?? []).map(kubectlName);
 
-test.serial('kubectl apply --server-side -f accepts every object of both release files', async (t) => {
+test.serial('kubectl apply --server-side -f accepts every object of the release files', async (t) => {
   const { releaseDir } = installed;
-  const { stdout } = await installed.kubectl('apply', '--server-side', '-f', `${releaseDir}/${GATE}`, '-f', `${releaseDir}/${HOOKS}`);
-  const expected = [...names(GATE), ...names(HOOKS)];
-  t.true(expected.length > 30, `both files hold the whole install (${expected.length} objects)`);
+  const { stdout } = await installed.kubectl(
+    ...['apply', '--server-side', '-f', `${releaseDir}/${GATE}`, '-f', `${releaseDir}/${HOOKS}`, '-f', `${releaseDir}/${STAMP}`],
+  );
+  const expected = [...names(GATE), ...names(HOOKS), ...names(STAMP)];
+  t.true(expected.length > 30, `the files hold the whole install (${expected.length} objects)`);
+  t.is(names(STAMP).length, 4, 'the apiserver stamp: two MutatingAdmissionPolicies and their bindings');
   t.deepEqual(reported(stdout, 'serverside-applied'), expected);
 });
 

@@ -11,7 +11,14 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AdmissionregistrationV1Api, ApiextensionsV1Api, AppsV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+} from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
 import { applyManifests } from '../../../devcluster/apply.ts';
 import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
@@ -56,6 +63,7 @@ const api = () => {
     admission: kc.makeApiClient(AdmissionregistrationV1Api),
     crds: kc.makeApiClient(ApiextensionsV1Api),
     rbac: kc.makeApiClient(RbacAuthorizationV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
   };
 };
 
@@ -70,6 +78,8 @@ async function install(namespace: string): Promise<void> {
     '-f',
     `${releaseDir}/knative-prestart-hooks.yaml`,
   );
+  // The apiserver's stamp too (this apiserver serves MutatingAdmissionPolicy v1): uninstall removes it with the webhook.
+  await installed.kubectl('apply', '--server-side', '-f', `${releaseDir}/knative-prestart-apiserver-stamp.yaml`);
   await installed.kubectl('create', 'namespace', namespace);
   await installed.kubectl(
     ...['create', 'rolebinding', 'prestart-hook-secret', '-n', namespace, '--clusterrole=knative-prestart-hook-secret-namespace'],
@@ -128,6 +138,12 @@ async function gone(what: string, read: () => Promise<unknown>): Promise<void> {
 async function nothingLeft(t: ExecutionContext, keptPolicies: string[]): Promise<void> {
   const { admission, crds, rbac } = api();
   t.deepEqual((await admission.listMutatingWebhookConfiguration({ labelSelector: PART_OF })).items, []);
+  for (const plural of ['mutatingadmissionpolicies', 'mutatingadmissionpolicybindings']) {
+    const left = (await api()
+      .custom.listClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural, labelSelector: PART_OF })
+      .then((l) => (l as { items: unknown[] }).items)) as unknown[];
+    t.deepEqual(left, [], `no ${plural} left`);
+  }
   t.deepEqual((await crds.listCustomResourceDefinition({ labelSelector: PART_OF })).items, []);
   t.deepEqual(
     (await admission.listValidatingAdmissionPolicy({ labelSelector: PART_OF })).items.map((p) => p.metadata?.name).sort(),
