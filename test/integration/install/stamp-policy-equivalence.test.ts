@@ -223,7 +223,7 @@ test.after.always(async () => {
   await cluster?.stop();
 });
 
-test(`the apiserver stamps ${CASES} generated Revisions exactly as the webhook does`, async (t) => {
+test.serial(`the apiserver stamps ${CASES} generated Revisions exactly as the webhook does`, async (t) => {
   const cases = corpus();
   let held = 0;
   let forged = 0;
@@ -247,23 +247,26 @@ test(`the apiserver stamps ${CASES} generated Revisions exactly as the webhook d
   t.true(sets.size > 50, `${sets.size} distinct hook sets`);
 });
 
-test('what a tenant forges on its template gives way to the real stamp: the hooks that match, the gate’s finalizer once', async (t) => {
-  const c: Case = {
-    index: 9999,
-    namespace: 'corp-gold',
-    labels: { [HOLD_LABEL]: 'true', [INJECT_LABEL]: 'true', 'skip-scan': 'true' },
-    annotations: { [HOOKS_ANNOTATION]: '["forged"]', [REASON_ANNOTATION]: 'x' },
-    finalizers: [CANCEL_FINALIZER, 'example.com/keep', CANCEL_FINALIZER],
-  };
-  const got = await admitted(c);
-  // In corp-gold, without an app label: ns-gold, ns-tier-in, ns-env-exists and rev-app-notin; nothing forged kept.
-  t.deepEqual(got.annotations, { [HOOKS_ANNOTATION]: '["ns-env-exists","ns-gold","ns-tier-in","rev-app-notin"]' });
-  t.deepEqual(got.labels, { [HOLD_LABEL]: 'true', 'skip-scan': 'true' });
-  t.deepEqual(got.finalizers, ['example.com/keep', CANCEL_FINALIZER]);
-  t.deepEqual(got, byWebhook(c), 'as the webhook stamps it');
-});
+test.serial(
+  'what a tenant forges on its template gives way to the real stamp: the hooks that match, the gate’s finalizer once',
+  async (t) => {
+    const c: Case = {
+      index: 9999,
+      namespace: 'corp-gold',
+      labels: { [HOLD_LABEL]: 'true', [INJECT_LABEL]: 'true', 'skip-scan': 'true' },
+      annotations: { [HOOKS_ANNOTATION]: '["forged"]', [REASON_ANNOTATION]: 'x' },
+      finalizers: [CANCEL_FINALIZER, 'example.com/keep', CANCEL_FINALIZER],
+    };
+    const got = await admitted(c);
+    // In corp-gold, without an app label: ns-gold, ns-tier-in, ns-env-exists and rev-app-notin; nothing forged kept.
+    t.deepEqual(got.annotations, { [HOOKS_ANNOTATION]: '["ns-env-exists","ns-gold","ns-tier-in","rev-app-notin"]' });
+    t.deepEqual(got.labels, { [HOLD_LABEL]: 'true', 'skip-scan': 'true' });
+    t.deepEqual(got.finalizers, ['example.com/keep', CANCEL_FINALIZER]);
+    t.deepEqual(got, byWebhook(c), 'as the webhook stamps it');
+  },
+);
 
-test('a PrestartHook may not match on the keys the stamp writes', async (t) => {
+test.serial('a PrestartHook may not match on the keys the stamp writes', async (t) => {
   const refused = async (match: Match) =>
     custom
       .createClusterCustomObject({
@@ -289,6 +292,37 @@ test('a PrestartHook may not match on the keys the stamp writes', async (t) => {
     /may not select on prestart.dev\/hold or prestart.dev\/inject/,
   );
   t.is(await refused({ revisionSelector: { matchLabels: { app: 'shop' } } }), 'admitted', 'control: any other key');
+});
+
+// Last: it deletes the hooks the tests above use.
+test.serial('with no PrestartHook at all, what a tenant forges is stripped all the same (the parameterless policy)', async (t) => {
+  for (const h of HOOKS)
+    await custom.deleteClusterCustomObject({ group: 'prestart.dev', version: 'v1alpha1', plural: 'prestarthooks', name: h.name });
+  const forged = (index: number, finalizers: string[]): Case => ({
+    index,
+    namespace: 'corp-plain',
+    labels: { [HOLD_LABEL]: 'true', [INJECT_LABEL]: 'true', app: 'shop' },
+    annotations: { [HOOKS_ANNOTATION]: '["db-any"]', [REASON_ANNOTATION]: 'x', 'corp.example/db': 'postgres' },
+    finalizers,
+  });
+  // The apiserver's parameter cache lets go of the hooks a moment later.
+  const first = await waitFor(
+    async () => {
+      const got = await admitted(forged(10_000, [CANCEL_FINALIZER]));
+      return HOOKS_ANNOTATION in got.annotations ? undefined : got;
+    },
+    { timeoutMs: 30_000, what: 'the apiserver to stamp with no PrestartHook left' },
+  );
+  t.deepEqual(first, { labels: { app: 'shop' }, annotations: { 'corp.example/db': 'postgres' }, finalizers: [] });
+  for (const [i, finalizers] of [[], ['example.com/keep', CANCEL_FINALIZER], [CANCEL_FINALIZER, 'example.com/keep']].entries()) {
+    const c = forged(10_001 + i, finalizers);
+    const want = stampRevision(toRevisionView(revisionOf(c)), NAMESPACES['corp-plain'] ?? {}, []);
+    t.deepEqual(
+      await admitted(c),
+      stampOf(applyPatch(revisionOf(c), want.patch)),
+      `finalizers ${JSON.stringify(finalizers)}: as the webhook strips`,
+    );
+  }
 });
 
 /** Maps compared without their key order (the apiserver sorts keys; the patched object keeps insertion order). */
