@@ -19,7 +19,7 @@ import { HOOKS, type HookObject, RUNS, type RunObject, toHook } from '../../api/
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, RETRY_ANNOTATION } from '../../api/types.ts';
 import { runStatusOf } from '../../gate/core/index.ts';
 import { cliKubeConfig } from './kubeconfig.ts';
-import { renderPlan, type ServiceLike } from './plan.ts';
+import { renderPlan, type ServiceLike, type Stamper } from './plan.ts';
 import { renderRunList, renderRunTree, whyParagraph } from './render.ts';
 
 export interface PrestartIo {
@@ -242,7 +242,7 @@ export function registerPrestartCommands(program: Command, io: PrestartIo = proc
               throw err;
             })
         )?.metadata?.labels ?? {};
-      io.out(renderPlan(service, ns, labels, hooks));
+      io.out(renderPlan(service, ns, labels, hooks, await stamper(api)));
     }),
   );
 
@@ -296,4 +296,23 @@ async function whoAmI(kc: KubeConfig, fallback: string): Promise<string> {
 function releasedAt(run: RunObject): number {
   const t = Date.parse(run.status?.releasedAt ?? '');
   return Number.isNaN(t) ? 0 : t;
+}
+
+/** Whether the apiserver stamps (its MutatingAdmissionPolicy is there; an older apiserver answers 404). */
+async function stamper(api: CustomObjectsApi): Promise<Stamper> {
+  return api
+    .getClusterCustomObject({
+      group: 'admissionregistration.k8s.io',
+      version: 'v1',
+      plural: 'mutatingadmissionpolicies',
+      name: 'prestart-stamp-revisions',
+    })
+    .then(
+      (): Stamper => 'apiserver',
+      (err: unknown): Stamper => {
+        if (isNotFound(err)) return 'webhook';
+        if (statusOf(err) === 403) return 'unknown';
+        throw err;
+      },
+    );
 }

@@ -74,11 +74,27 @@ function whyNot(hook: PrestartHook, revision: RevisionView, namespaceLabels: Rea
   return `Revision labels do not match ${selectorText(m.revisionSelector ?? {})}`;
 }
 
+/**
+ * Who writes the hold on a new Revision: the apiserver itself (config/230, MutatingAdmissionPolicy
+ * prestart-stamp-revisions installed), only the gate's webhook, or unknown (the user may not read
+ * MutatingAdmissionPolicies, which are cluster-scoped).
+ */
+export type Stamper = 'apiserver' | 'webhook' | 'unknown';
+
+const STAMPED_BY: Record<Stamper, string> = {
+  apiserver:
+    'Stamped by the apiserver (MutatingAdmissionPolicy prestart-stamp-revisions) and the gate alike: while no gate replica runs, it is admitted held and its hooks are asked once the gate is back.',
+  webhook:
+    "Stamped by the gate's webhook: while no gate replica runs, Knative's create of it is refused and retried (on Kubernetes >= 1.36 the apiserver can stamp: release/knative-prestart-apiserver-stamp.yaml).",
+  unknown: 'Who stamps it is not known here: you may not read MutatingAdmissionPolicies.',
+};
+
 export function renderPlan(
   service: ServiceLike,
   namespace: string,
   namespaceLabels: Readonly<Record<string, string>>,
   hooks: readonly PrestartHook[],
+  stamper?: Stamper,
 ): string {
   const revision = nextRevisionOf(service, namespace);
   const applied = hooksFor(revision, namespaceLabels, hooks);
@@ -101,6 +117,7 @@ export function renderPlan(
       lines.push(`  ${h.name} (${traits.join(', ')}): ${whyMatched(h)}`);
     }
     lines.push('Hooks of the same order run in parallel; a higher order starts once the lower ones passed.');
+    if (stamper) lines.push(STAMPED_BY[stamper]);
   }
   const others = hooks.filter((h) => !hookMatches(h, revision, namespaceLabels));
   if (others.length > 0) {

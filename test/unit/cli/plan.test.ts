@@ -2,7 +2,7 @@
 // others did not, with the stamping webhook's own matching.
 import test from 'ava';
 import type { PrestartHook, PrestartHookSpec } from '../../../api/types.ts';
-import { nextRevisionOf, renderPlan, type ServiceLike } from '../../../cli/prestart/plan.ts';
+import { nextRevisionOf, renderPlan, type ServiceLike, type Stamper } from '../../../cli/prestart/plan.ts';
 
 const hook = (name: string, spec: Partial<PrestartHookSpec>): PrestartHook => ({
   name,
@@ -61,4 +61,19 @@ test('the plan lists the applied hooks by order with why, then the others with w
 
 test('no hook applies: it would start at once', (t) => {
   t.is(renderPlan(service, 'shop', {}, []), 'A new Revision of checkout in shop would start at once: no PrestartHook applies.');
+});
+
+test('the plan says who stamps, and so what an outage of the gate does to the Revision', (t) => {
+  const plan = (stamper: Stamper) => renderPlan(service, 'shop', {}, hooks, stamper).split('\n');
+  t.true(
+    plan('apiserver').includes(
+      'Stamped by the apiserver (MutatingAdmissionPolicy prestart-stamp-revisions) and the gate alike: while no gate replica runs, it is admitted held and its hooks are asked once the gate is back.',
+    ),
+  );
+  t.regex(
+    plan('webhook').join('\n'),
+    /^Stamped by the gate's webhook: while no gate replica runs, Knative's create of it is refused and retried/m,
+  );
+  t.regex(plan('unknown').join('\n'), /^Who stamps it is not known here: you may not read MutatingAdmissionPolicies\.$/m);
+  t.false(renderPlan(service, 'shop', {}, [], 'webhook').includes('Stamped'), 'nothing to stamp, nothing said');
 });
