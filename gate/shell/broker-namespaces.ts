@@ -6,7 +6,6 @@
 // went away. A failed check is logged and reported as -1; it never stops anything else.
 import { AuthorizationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorLine } from '../../api/kube-errors.ts';
 import { type HookObject, toHook } from '../../api/resources.ts';
 import { API_VERSION } from '../../api/types.ts';
 import {
@@ -20,7 +19,7 @@ import {
   TRIGGER_CREATE,
 } from '../core/broker-namespace.ts';
 import { startPeriodicPass } from './periodic-pass.ts';
-import { recordFinding, whoMayIn } from './subject-access.ts';
+import { tellFinding, whoMayIn } from './subject-access.ts';
 
 /** How often the leader looks again without being asked (docs/brokers.md). */
 export const BROKER_CHECK_PERIOD_MS = 5 * 60_000;
@@ -83,13 +82,11 @@ export function startBrokerNamespaceCheck(opts: BrokerNamespaceCheckOptions): Br
     told = report.told;
     gauges = report.gauges;
     for (const event of report.events) {
-      if (event.type === 'Warning')
-        log.warn({ hook: event.hook.name, broker: `${event.broker.namespace}/${event.broker.name}` }, event.message);
-      else log.info({ hook: event.hook.name }, event.message);
-      // Events are for people: one lost is logged, never retried into a loop.
-      await recordFinding(core, hookEvent(event)).catch((err: unknown) =>
-        log.warn({ err: errorLine(err), hook: event.hook.name, reason: event.reason }, 'could not record event'),
-      );
+      const fields = {
+        hook: event.hook.name,
+        ...(event.type === 'Warning' ? { broker: `${event.broker.namespace}/${event.broker.name}` } : {}),
+      };
+      await tellFinding(core, log, hookEvent(event), fields);
     }
   };
 

@@ -13,7 +13,7 @@ import { type DriftFinding, driftMessage, findingKey, imageDrift, newDrift, type
 import type { Clock } from './clock.ts';
 import { KeyLocks } from './key-locks.ts';
 import type { KubeClient } from './kube-client.ts';
-import { recordFinding } from './subject-access.ts';
+import { tellFinding } from './subject-access.ts';
 import { type PodObject, REVISION_LABEL, REVISION_UID_LABEL } from './views.ts';
 
 /** prestart_gate_image_drift: containers of one Revision's pods drifted now. */
@@ -97,23 +97,19 @@ export function startImageDriftWatch(opts: ImageDriftWatchOptions): ImageDriftWa
       .catch((err: unknown) => log.warn({ err: errorLine(err), revision: key }, 'could not record the image drift on the run'));
   };
 
-  const tell = async (namespace: string, revision: string, uid: string, f: DriftFinding): Promise<void> => {
-    const message = driftMessage(f);
-    log.warn(
+  const tell = (namespace: string, revision: string, uid: string, f: DriftFinding): Promise<void> =>
+    tellFinding(
+      opts.core,
+      log,
+      {
+        namespace,
+        involvedObject: { apiVersion: 'serving.knative.dev/v1', kind: 'Revision', name: revision, namespace, uid },
+        type: 'Warning',
+        reason: REASON_IMAGE_DRIFT,
+        message: driftMessage(f),
+      },
       { revision: `${namespace}/${revision}`, pod: f.pod, container: f.container, expected: f.expected, running: f.running },
-      message,
     );
-    // Events are for people: one lost is logged, never retried into a loop.
-    await recordFinding(opts.core, {
-      namespace,
-      involvedObject: { apiVersion: 'serving.knative.dev/v1', kind: 'Revision', name: revision, namespace, uid },
-      type: 'Warning',
-      reason: REASON_IMAGE_DRIFT,
-      message,
-    }).catch((err: unknown) =>
-      log.warn({ err: errorLine(err), revision: `${namespace}/${revision}`, reason: REASON_IMAGE_DRIFT }, 'could not record event'),
-    );
-  };
 
   const revisionOf = (pod: PodObject) => pod.metadata?.labels?.[REVISION_LABEL];
   return {

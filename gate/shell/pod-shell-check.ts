@@ -6,11 +6,10 @@
 // away. A failed check is logged and reported as -1; it never stops anything else.
 import { AuthorizationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { errorLine } from '../../api/kube-errors.ts';
 import { PLATFORM_NAMESPACES } from '../core/broker-namespace.ts';
 import { hookedNamespaces, POD_SHELL, type ShellGauge, shellCandidates, shellReport } from '../core/pod-shell.ts';
 import { startPeriodicPass } from './periodic-pass.ts';
-import { recordFinding, whoMayIn } from './subject-access.ts';
+import { tellFinding, whoMayIn } from './subject-access.ts';
 
 /** How often the leader looks again without being asked (docs/operations.md). */
 export const SHELL_CHECK_PERIOD_MS = 5 * 60_000;
@@ -60,18 +59,16 @@ export function startPodShellCheck(opts: PodShellCheckOptions): PodShellCheck {
     told = report.told;
     gauges = report.gauges;
     for (const event of report.events) {
-      if (event.type === 'Warning') log.warn({ namespace: event.namespace }, event.message);
-      else log.info({ namespace: event.namespace }, event.message);
-      // In the namespace itself, where its people look (`kubectl get events`); one lost is logged, never retried into a loop.
-      await recordFinding(core, {
-        namespace: event.namespace,
-        // The apiserver wants an Event's namespace to be its object's; a Namespace's own Events live in it.
-        involvedObject: { apiVersion: 'v1', kind: 'Namespace', name: event.namespace, namespace: event.namespace },
-        type: event.type,
-        reason: event.reason,
-        message: event.message,
-      }).catch((err: unknown) =>
-        log.warn({ err: errorLine(err), namespace: event.namespace, reason: event.reason }, 'could not record event'),
+      // In the namespace itself, where its people look (`kubectl get events`). The apiserver wants
+      // an Event's namespace to be its object's; a Namespace's own Events live in it.
+      const involvedObject = { apiVersion: 'v1', kind: 'Namespace', name: event.namespace, namespace: event.namespace };
+      await tellFinding(
+        core,
+        log,
+        { namespace: event.namespace, involvedObject, type: event.type, reason: event.reason, message: event.message },
+        {
+          namespace: event.namespace,
+        },
       );
     }
   };

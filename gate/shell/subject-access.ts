@@ -156,3 +156,15 @@ export async function recordFinding(core: CoreV1Api, event: FindingEvent): Promi
     );
   }
 }
+
+/**
+ * Tells a finding: a log line at its level (`fields` say what it is about), then its Event.
+ * Events are for people: one that cannot be recorded is logged, never retried into a loop.
+ */
+export async function tellFinding(core: CoreV1Api, log: Logger, event: FindingEvent, fields: Record<string, string>): Promise<void> {
+  if (event.type === 'Warning') log.warn(fields, event.message);
+  else log.info(fields, event.message);
+  await recordFinding(core, event).catch((err: unknown) =>
+    log.warn({ ...fields, err: errorLine(err), reason: event.reason }, 'could not record event'),
+  );
+}
