@@ -109,6 +109,12 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
     .option('--workers <n>', 'Revisions reconciled at once', int, DEFAULTS.workers)
     .option('--lease-duration <seconds>', "how long a dead leader's lease blocks a successor", int, 15)
     .option('--resync <seconds>', 'how often the leader reconciles every Revision again, events or not', int, DEFAULTS.resyncSeconds)
+    .option(
+      '--stamp-check <seconds>',
+      'how often to look again at who stamps new Revisions (the apiserver or this webhook)',
+      int,
+      DEFAULTS.stampCheckSeconds,
+    )
     .option('--drain-quiet <seconds>', 'on SIGTERM, serve until no request came for this long', int, DEFAULTS.drainQuietSeconds)
     .option('--drain-max <seconds>', 'on SIGTERM, serve at most this long', int, DEFAULTS.drainMaxSeconds)
     .option('--log-level <level>', 'pino log level', 'info')
@@ -206,6 +212,7 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     workers: Number(o.workers),
     leaseSeconds: Number(o.leaseDuration),
     resyncSeconds: Number(o.resync),
+    stampCheckSeconds: Number(o.stampCheck),
   };
 }
 

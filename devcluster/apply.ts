@@ -1,9 +1,10 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 // js-yaml comes with @kubernetes/client-node (its own YAML loader drops fields it has no model
 // for and fails on empty documents, so it cannot read CRDs and mixed manifests faithfully).
 import yaml from 'js-yaml';
+import { isNotFound } from '../api/kube-errors.ts';
 import { kubeRequest, statusMessage } from './kube-request.ts';
 import { waitFor } from './wait.ts';
 
@@ -129,4 +130,15 @@ export async function applyManifests(kc: KubeConfig, source: string, opts: Apply
     }
   }
   return applied;
+}
+
+/** Kubernetes >= 1.36: the apiserver serves MutatingAdmissionPolicy v1 (older ones answer 404). */
+export async function servesMutatingPolicies(kc: KubeConfig): Promise<boolean> {
+  return kc
+    .makeApiClient(CustomObjectsApi)
+    .listClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingadmissionpolicies', limit: 1 })
+    .then(
+      () => true,
+      (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+    );
 }

@@ -87,6 +87,8 @@ export interface GateConfig {
   watchTimeoutSeconds?: number;
   /** How often the leader reconciles every Revision again, events or not; 0 turns it off. Default DEFAULTS.resyncSeconds. */
   resyncSeconds?: number;
+  /** How often every replica looks again at who stamps new Revisions (webhooks/stamp-path.ts). Default DEFAULTS.stampCheckSeconds. */
+  stampCheckSeconds?: number;
 }
 
 export const DEFAULTS = {
@@ -112,6 +114,8 @@ export const DEFAULTS = {
    * per Revision from the cache, no apiserver request for a Revision with nothing to do.
    */
   resyncSeconds: 300,
+  /** Four GETs per replica; between an admin's change and the next look, hooked Revisions are refused, never unheld. */
+  stampCheckSeconds: 30,
   /** Well above a healthy call (a 10 000-Revision list takes a few seconds), well below "hung". */
   apiTimeoutSeconds: 30,
   /** A watch restarts within 2 s of an error; half a minute of failures is an outage, not a blip. */

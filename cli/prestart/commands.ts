@@ -18,6 +18,7 @@ import { errorLine, isNotFound, statusOf } from '../../api/kube-errors.ts';
 import { HOOKS, type HookObject, RUNS, type RunObject, toHook } from '../../api/resources.ts';
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, RETRY_ANNOTATION } from '../../api/types.ts';
 import { runStatusOf } from '../../gate/core/index.ts';
+import { whoStamps } from '../../gate/webhooks/stamp-path.ts';
 import { cliKubeConfig } from './kubeconfig.ts';
 import { renderPlan, type ServiceLike, type Stamper } from './plan.ts';
 import { renderRunList, renderRunTree, whyParagraph } from './render.ts';
@@ -298,21 +299,8 @@ function releasedAt(run: RunObject): number {
   return Number.isNaN(t) ? 0 : t;
 }
 
-/** Whether the apiserver stamps (its MutatingAdmissionPolicy is there; an older apiserver answers 404). */
+/** Who stamps the next Revision, as the gate decides it; 'unknown' to a user who may not read the policies. */
 async function stamper(api: CustomObjectsApi): Promise<Stamper> {
-  return api
-    .getClusterCustomObject({
-      group: 'admissionregistration.k8s.io',
-      version: 'v1',
-      plural: 'mutatingadmissionpolicies',
-      name: 'prestart-stamp-revisions',
-    })
-    .then(
-      (): Stamper => 'apiserver',
-      (err: unknown): Stamper => {
-        if (isNotFound(err)) return 'webhook';
-        if (statusOf(err) === 403) return 'unknown';
-        throw err;
-      },
-    );
+  const path = await whoStamps(api);
+  return path.unknown ? 'unknown' : path.stamper;
 }

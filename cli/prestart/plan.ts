@@ -83,7 +83,7 @@ export type Stamper = 'apiserver' | 'webhook' | 'unknown';
 
 const STAMPED_BY: Record<Stamper, string> = {
   apiserver:
-    'Stamped by the apiserver (MutatingAdmissionPolicy prestart-stamp-revisions) and the gate alike: while no gate replica runs, it is admitted held and its hooks are asked once the gate is back.',
+    'Stamped by the apiserver (MutatingAdmissionPolicy prestart-stamp-revisions; the gate registers no Revision webhook): while no gate replica runs, it is admitted held and its hooks are asked once the gate is back.',
   webhook:
     "Stamped by the gate's webhook: while no gate replica runs, Knative's create of it is refused and retried (on Kubernetes >= 1.36 the apiserver can stamp: release/knative-prestart-apiserver-stamp.yaml).",
   unknown: 'Who stamps it is not known here: you may not read MutatingAdmissionPolicies.',

@@ -17,7 +17,7 @@ import pino from 'pino';
 import type { GateConfig } from '../../gate/config.ts';
 import { type RunningGate, startGate } from '../../gate/gate.ts';
 import { webhookConfigurationName } from '../../gate/webhooks/tls.ts';
-import { applyManifests } from '../apply.ts';
+import { applyManifests, servesMutatingPolicies } from '../apply.ts';
 import type { Cluster } from '../control-plane.ts';
 import { knativeServingCrdDir } from '../knative.ts';
 import { sharedCluster } from '../shared.ts';
@@ -48,6 +48,10 @@ export function installedCluster(): Promise<Cluster> {
       '210-stamp-policy.yaml',
       '220-revision-pods-policy.yaml',
       '300-rbac.yaml',
+      // Where the apiserver serves MutatingAdmissionPolicy v1 (Kubernetes >= 1.36), it stamps new
+      // Revisions as the release's knative-prestart-apiserver-stamp.yaml does, and the test gates
+      // register no Revision webhook; older apiservers (the compatibility matrix) keep the webhook.
+      ...((await servesMutatingPolicies(cluster.kubeConfig)) ? ['230-stamp-mutating-policy.yaml'] : []),
     ]) {
       await applyManifests(cluster.kubeConfig, `${configDir}${file}`);
     }

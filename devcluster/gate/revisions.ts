@@ -41,6 +41,8 @@ export interface RevisionMethods {
   /** Creates a Revision the way Knative's configuration controller does (labels included). */
   createRevision(name: string, opts?: RevisionOptions): Promise<RevisionObject>;
   getRevision(name: string): Promise<RevisionObject>;
+  /** What the apiserver would admit for createRevision, with its mutations, without creating it (dry run). */
+  dryRunRevision(name: string, opts?: RevisionOptions): Promise<RevisionObject>;
   /** Waits until the gate releases Revision `name` (removes its hold), and returns it. */
   waitReleased(name: string, timeoutMs?: number): Promise<RevisionObject>;
   getRun(name: string): Promise<RunObject | undefined>;
@@ -81,6 +83,15 @@ export function revisionMethods(admin: KubeConfig, namespace: string): RevisionM
       )) as RevisionObject;
     },
     getRevision,
+    async dryRunRevision(name, opts = {}) {
+      const api = (opts.kc ?? admin).makeApiClient(CustomObjectsApi);
+      return (await api.createNamespacedCustomObject({
+        ...REVISIONS,
+        namespace,
+        body: revisionBody(namespace, name, opts),
+        dryRun: 'All',
+      })) as RevisionObject;
+    },
     waitReleased(name, timeoutMs = 30_000) {
       return waitFor(
         async () => {

@@ -6,10 +6,9 @@ import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
-import { isNotFound } from '../../api/kube-errors.ts';
-import { applyManifests } from '../../devcluster/apply.ts';
+import { applyManifests, servesMutatingPolicies } from '../../devcluster/apply.ts';
 import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
 import { GATE_USER } from '../../devcluster/gate/env.ts';
 import { allowGateTriggers } from '../../devcluster/gate/trigger-rights.ts';
@@ -132,17 +131,6 @@ export async function installProject(kc: KubeConfig): Promise<void> {
 }
 
 const APISERVER_STAMP = '230-stamp-mutating-policy.yaml';
-
-/** Kubernetes >= 1.36: the apiserver serves MutatingAdmissionPolicy v1 (older ones answer 404). */
-async function servesMutatingPolicies(kc: KubeConfig): Promise<boolean> {
-  return kc
-    .makeApiClient(CustomObjectsApi)
-    .listClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingadmissionpolicies', limit: 1 })
-    .then(
-      () => true,
-      (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
-    );
-}
 
 /**
  * The gate as installed cluster-wide (instance "default", every namespace but the system ones),

@@ -2,13 +2,14 @@
 // MutatingWebhookConfiguration that trusts them, and renewal that updates the configuration's
 // caBundle before the HTTPS server switches certificates.
 import { isIP } from 'node:net';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { GateConfig } from '../config.ts';
+import { DEFAULTS, type GateConfig } from '../config.ts';
 import type { ServingIdentity } from './cert-policy.ts';
 import { ensureWebhookCerts, keepCertsFresh, WEBHOOK_CERT_SECRET, type WebhookCerts } from './certs.ts';
 import { parseLabelSelector } from './label-selector.ts';
 import { ensureWebhookConfiguration, type RegistrationResult } from './registration.ts';
+import { type Stamper, whoStamps } from './stamp-path.ts';
 import { WEBHOOK_CONFIGURATION_NAME, type WebhookConfigurationOptions } from './webhook-configuration.ts';
 
 export interface CertPair {
@@ -27,6 +28,8 @@ export interface WebhookTls {
    * the config gives neither a webhook URL nor a Service.
    */
   register(webhookUrl: string): Promise<RegistrationResult>;
+  /** Who stamps new Revisions, as last found; undefined before register(). */
+  stamper(): Stamper | undefined;
   stop(): void;
 }
 
@@ -69,12 +72,46 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
   const listeners: Array<(pair: CertPair) => void> = [];
   let registration: Omit<WebhookConfigurationOptions, 'caBundle'> | undefined;
 
+  const policies = kc.makeApiClient(CustomObjectsApi);
+  let stamper: Stamper | undefined;
+  /** Looks again at who stamps; true when that changed. A failed look keeps the last answer. */
+  const findStamper = async (): Promise<boolean> => {
+    const path = await whoStamps(policies);
+    if (path.unknown && stamper !== undefined) {
+      log.warn({ why: path.why }, 'could not tell who stamps new Revisions; keeping the webhook configuration as it is');
+      return false;
+    }
+    if (path.stamper === stamper) return false;
+    stamper = path.stamper;
+    log.info(
+      { stamper, why: path.why },
+      stamper === 'apiserver'
+        ? 'the apiserver stamps new Revisions: the Revision webhook is not registered, and a gate outage refuses no Revision'
+        : "the gate's webhook stamps new Revisions: while no gate replica answers, the stamp policy refuses hooked Revisions",
+    );
+    return true;
+  };
+
   const register = async (caBundle: string): Promise<RegistrationResult> => {
     if (!registration) throw new Error('webhook configuration: register() was not called');
-    const result = await ensureWebhookConfiguration(kc, { ...registration, caBundle });
+    await findStamper();
+    const result = await ensureWebhookConfiguration(kc, { ...registration, caBundle, stampRevisions: stamper !== 'apiserver' });
     if (result !== 'unchanged') log.info({ name: registration.name, result }, 'webhook configuration written');
     return result;
   };
+
+  // An admin installs or removes the apiserver's stamp at any time; the hourly certificate check
+  // is too slow to follow, and between the two the stamp policy refuses hooked Revisions.
+  const stampCheck = setInterval(
+    () => {
+      if (!registration) return;
+      findStamper()
+        .then((changed) => (changed ? register(refresher.current().caBundle) : undefined))
+        .catch((err: unknown) => log.warn({ err }, 'checking who stamps new Revisions failed; retrying'));
+    },
+    (config.stampCheckSeconds ?? DEFAULTS.stampCheckSeconds) * 1000,
+  );
+  stampCheck.unref();
 
   const refresher = keepCertsFresh(kc, {
     ...certOptions,
@@ -106,7 +143,11 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
       };
       return register(refresher.current().caBundle);
     },
-    stop: () => refresher.stop(),
+    stamper: () => stamper,
+    stop: () => {
+      clearInterval(stampCheck);
+      refresher.stop();
+    },
   };
 }
 

@@ -53,6 +53,11 @@ export interface WebhookConfigurationOptions {
   instance?: string;
   /** The gate's own namespace, excluded like the system namespaces (a Service's namespace is too). */
   gateNamespace?: string;
+  /**
+   * Register the Revision webhook (default true). False where the apiserver stamps new Revisions
+   * itself (stamp-path.ts): the webhook would only write the same stamp again, at a cost.
+   */
+  stampRevisions?: boolean;
 }
 
 export function buildWebhookConfiguration(options: WebhookConfigurationOptions): V1MutatingWebhookConfiguration {
@@ -64,7 +69,7 @@ export function buildWebhookConfiguration(options: WebhookConfigurationOptions):
     reinvocationPolicy: 'Never',
     timeoutSeconds: 5,
     namespaceSelector,
-  } satisfies Partial<V1MutatingWebhook>;
+  } satisfies SharedSettings;
   const labels: Record<string, string> = { 'app.kubernetes.io/part-of': 'knative-prestart' };
   if (options.instance) labels[GATE_INSTANCE_LABEL] = options.instance;
   return {
@@ -72,23 +77,7 @@ export function buildWebhookConfiguration(options: WebhookConfigurationOptions):
     kind: 'MutatingWebhookConfiguration',
     metadata: { name: options.name, labels },
     webhooks: [
-      {
-        name: REVISIONS_WEBHOOK,
-        clientConfig: clientConfig(options, REVISIONS_PATH),
-        rules: [
-          {
-            apiGroups: ['serving.knative.dev'],
-            apiVersions: ['v1'],
-            operations: ['CREATE'],
-            resources: ['revisions'],
-            scope: 'Namespaced',
-          },
-        ],
-        objectSelector: {},
-        // Fails open: the stamp policy (config/210-stamp-policy.yaml) refuses what a hook matches.
-        failurePolicy: 'Ignore',
-        ...common,
-      },
+      ...(options.stampRevisions === false ? [] : [revisionsWebhook(options, common)]),
       {
         name: PODS_WEBHOOK,
         clientConfig: clientConfig(options, PODS_PATH),
@@ -121,6 +110,26 @@ export function buildWebhookConfiguration(options: WebhookConfigurationOptions):
         ...common,
       },
     ],
+  };
+}
+
+/** What the three webhooks share. */
+type SharedSettings = Pick<
+  V1MutatingWebhook,
+  'admissionReviewVersions' | 'sideEffects' | 'matchPolicy' | 'reinvocationPolicy' | 'timeoutSeconds' | 'namespaceSelector'
+>;
+
+function revisionsWebhook(options: WebhookConfigurationOptions, common: SharedSettings): V1MutatingWebhook {
+  return {
+    name: REVISIONS_WEBHOOK,
+    clientConfig: clientConfig(options, REVISIONS_PATH),
+    rules: [
+      { apiGroups: ['serving.knative.dev'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['revisions'], scope: 'Namespaced' },
+    ],
+    objectSelector: {},
+    // Fails open: the stamp policy (config/210-stamp-policy.yaml) refuses what a hook matches.
+    failurePolicy: 'Ignore',
+    ...common,
   };
 }
 

@@ -17,6 +17,8 @@ export interface ReplicaOptions {
   leaseSeconds?: number;
   /** A previous release's CLI entry point (_previous.ts); default this tree's. */
   cli?: string;
+  /** --stamp-check: how often it looks at who stamps new Revisions; default the gate's. */
+  stampCheckSeconds?: number;
 }
 
 /** The gate's ServiceAccount as the release's RBAC binds it, as a kubeconfig (a client certificate of the cluster CA). */
@@ -40,6 +42,7 @@ export function startReplica(o: ReplicaOptions): Promise<GateProcess> {
       ...(o.instance ? ['--instance', o.instance, '--namespace-selector', `prestart.dev/gate=${o.instance}`] : []),
       ...listenArgs(o.ports),
       ...(o.leaseSeconds ? ['--lease-duration', String(o.leaseSeconds)] : []),
+      ...(o.stampCheckSeconds ? ['--stamp-check', String(o.stampCheckSeconds)] : []),
       '--log-level',
       'warn',
     ],

@@ -16,9 +16,9 @@
 // Pod webhook, so its pods still wait for the gate (shown last).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import { applyManifests } from '../../../devcluster/apply.ts';
+import { applyManifests, servesMutatingPolicies } from '../../../devcluster/apply.ts';
 import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { type HookMethods, hookMethods } from '../../../devcluster/gate/hooks.ts';
 import type { GateProcess } from '../../../devcluster/gate/process.ts';
@@ -56,8 +56,9 @@ interface Outcome {
   ms: number;
   message?: string;
 }
-/** By case: what the previous release and this one did. */
-const matrix = new Map<string, { before?: Outcome; after?: Outcome }>();
+type Phase = 'before' | 'after' | 'stamped';
+/** By case: what the previous release, this one, and this one with the apiserver's stamp did. */
+const matrix = new Map<string, Partial<Record<Phase, Outcome>>>();
 
 test.before(async () => {
   previous = await previousRelease();
@@ -82,15 +83,23 @@ test.after.always(async () => {
   await hook?.close();
   await installed?.stop();
   const cell = (o?: Outcome) => (o ? `${o.result} (${o.ms} ms)` : '—');
-  const rows = [...matrix].map(([name, m]) => `| ${name} | ${cell(m.before)} | ${cell(m.after)} |`);
+  const rows = [...matrix].map(([name, m]) => `| ${name} | ${cell(m.before)} | ${cell(m.after)} | ${cell(m.stamped)} |`);
   if (rows.length > 0) {
-    process.stderr.write(`\noutage matrix (all gate replicas down):\n| case | before | after |\n| --- | --- | --- |\n${rows.join('\n')}\n`);
+    process.stderr.write(
+      `\noutage matrix (all gate replicas down):\n| case | before | after | after, apiserver stamp |\n| --- | --- | --- | --- |\n${rows.join('\n')}\n`,
+    );
   }
 });
 
 /** A gate of `cli` (the previous release's, or this tree's), by URL, until stopped. */
 async function runGate(cli?: string): Promise<GateProcess> {
-  const gate = await startReplica({ kubeconfigPath, ports: await replicaPorts(), leaseSeconds: 3, ...(cli ? { cli } : {}) });
+  const gate = await startReplica({
+    kubeconfigPath,
+    ports: await replicaPorts(),
+    leaseSeconds: 3,
+    // Only this tree's gate knows the flag; a second lets the path tests follow an admin quickly.
+    ...(cli ? { cli } : { stampCheckSeconds: 1 }),
+  });
   gates.push(gate);
   return gate;
 }
@@ -168,7 +177,7 @@ async function scaleFromZero(label: string, revision: string): Promise<Outcome &
   );
 }
 
-function record(t: ExecutionContext, phase: 'before' | 'after', o: Outcome): void {
+function record(t: ExecutionContext, phase: Phase, o: Outcome): void {
   matrix.set(o.case, { ...matrix.get(o.case), [phase]: o });
   t.log(`${phase}: ${o.case}: ${o.result} in ${o.ms} ms${o.message ? ` (${o.message.slice(0, 300)})` : ''}`);
 }
@@ -253,4 +262,82 @@ test.serial('this release, all replicas down: a snapshot written on the template
   });
   t.like(skipped, { result: 'refused' });
   t.regex(skipped.message ?? '', /Revision app-00005 matches PrestartHook db but was not held for it/);
+});
+
+/** The Revision webhook's names in the gate's configuration: present only where the gate stamps. */
+async function registeredWebhooks(): Promise<string[]> {
+  const config = await installed.cluster.kubeConfig
+    .makeApiClient(AdmissionregistrationV1Api)
+    .readMutatingWebhookConfiguration({ name: 'knative-prestart' });
+  return (config.webhooks ?? []).map((w) => w.name);
+}
+
+async function admittedHeldByDryRun(name: string): Promise<void> {
+  await waitFor(() => shop.dryRunRevision(name).then(isHeld, () => false), {
+    timeoutMs: 30_000,
+    what: `a dry-run create of ${name} to be admitted held`,
+  });
+}
+
+const stampFile = () => join(installed.releaseDir, 'knative-prestart-apiserver-stamp.yaml');
+
+test.serial(
+  'this release with the apiserver stamp, all replicas down: nothing is refused, a hooked Revision is admitted held',
+  async (t) => {
+    if (!(await servesMutatingPolicies(installed.cluster.kubeConfig))) {
+      // An apiserver before 1.36: the stamp file cannot be applied, and the gate keeps its webhook.
+      const applied = await installed.kubectl('apply', '--server-side', '-f', stampFile()).then(
+        () => 'applied',
+        (err: { stderr?: string }) => err.stderr ?? String(err),
+      );
+      t.regex(applied, /no matches for kind "MutatingAdmissionPolicy"/);
+      return;
+    }
+    await installed.kubectl('apply', '--server-side', '-f', stampFile());
+    const gate = await runGate();
+    await waitFor(async () => !(await registeredWebhooks()).includes('revisions.prestart.dev'), {
+      timeoutMs: 30_000,
+      what: 'the gate to drop its Revision webhook where the apiserver stamps',
+    });
+    t.deepEqual(await registeredWebhooks(), ['pods.prestart.dev', 'deployments.prestart.dev']);
+    await gate.stop();
+
+    const a = await createRevision('(a) Revision, no hook can match', quiet, 'q-00004');
+    const b = await createRevision('(b) Revision, a hook matches', shop, 'app-00006');
+    for (const o of [a, b]) record(t, 'stamped', o);
+    t.like(a, { result: 'created', message: 'not held' });
+    t.like(b, { result: 'created', message: 'held' }, 'stamped by the apiserver, no gate asked');
+    const stamped = await shop.getRevision('app-00006');
+    t.is(stamped?.metadata?.annotations?.['prestart.dev/hooks'], JSON.stringify([HOOK]));
+    t.true(stamped?.metadata?.finalizers?.includes('prestart.dev/cancel-hooks'));
+
+    const back = Date.now();
+    await runGate();
+    const asked = await waitFor(() => hook.requests.find((r) => r.data.revision.name === 'app-00006'), {
+      timeoutMs: 30_000,
+      what: 'the gate, back, to ask the hook about app-00006',
+    });
+    t.log(`from the gate's start to its first request for a Revision admitted during the outage: ${Date.now() - back} ms`);
+    t.truthy(asked);
+    t.false(isHeld(await shop.waitReleased('app-00006')));
+  },
+);
+
+test.serial('the apiserver stamp removed: the gate registers its Revision webhook again within seconds', async (t) => {
+  if (!(await servesMutatingPolicies(installed.cluster.kubeConfig))) {
+    t.true((await registeredWebhooks()).includes('revisions.prestart.dev'), 'an apiserver before 1.36: the gate stamps');
+    return;
+  }
+  const removed = Date.now();
+  await installed.kubectl('delete', '-f', stampFile());
+  await waitFor(async () => (await registeredWebhooks()).includes('revisions.prestart.dev'), {
+    timeoutMs: 30_000,
+    what: 'the gate to register its Revision webhook again',
+  });
+  t.log(`webhook registered again ${Date.now() - removed} ms after the stamp file was deleted`);
+  // Until the apiserver's watch has both changes, the stamp policy refuses the Revision (never admits it unheld).
+  await admittedHeldByDryRun('app-00007');
+  const rev = await shop.createRevision('app-00007');
+  t.true(isHeld(rev), "stamped by the gate's webhook");
+  t.false(isHeld(await shop.waitReleased('app-00007')));
 });

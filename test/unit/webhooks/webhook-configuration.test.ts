@@ -36,6 +36,18 @@ test('the local form calls the gate by URL and trusts the given CA', (t) => {
   t.is(config.metadata?.labels?.['prestart.dev/gate'], 'a');
 });
 
+test('where the apiserver stamps, no Revision webhook is registered; the bindings webhooks stay', (t) => {
+  const names = (stampRevisions?: boolean) =>
+    buildWebhookConfiguration({
+      name: 'knative-prestart',
+      service,
+      ...(stampRevisions === undefined ? {} : { stampRevisions }),
+    }).webhooks?.map((w) => w.name);
+  t.deepEqual(names(false), ['pods.prestart.dev', 'deployments.prestart.dev']);
+  t.deepEqual(names(true), ['revisions.prestart.dev', 'pods.prestart.dev', 'deployments.prestart.dev']);
+  t.deepEqual(names(), names(true), 'the webhook stamps unless told otherwise');
+});
+
 test('the Revision webhook fails open behind the stamp policy; bindings fail closed, only where a pod spec is written', (t) => {
   const config = buildWebhookConfiguration({ name: 'knative-prestart', service });
   const [revisions, pods, deployments] = config.webhooks ?? [];
