@@ -24,6 +24,7 @@ export interface Resource {
 }
 
 export const REVISIONS: Resource = { group: 'serving.knative.dev', version: 'v1', plural: 'revisions', namespaced: true };
+export const CONFIGURATIONS: Resource = { group: 'serving.knative.dev', version: 'v1', plural: 'configurations', namespaced: true };
 export const ROUTES: Resource = { group: 'serving.knative.dev', version: 'v1', plural: 'routes', namespaced: true };
 export const HOOKS: Resource = { group: 'prestart.dev', version: 'v1alpha1', plural: 'prestarthooks', namespaced: false };
 export const RUNS: Resource = { group: 'prestart.dev', version: 'v1alpha1', plural: 'prestartruns', namespaced: true };
@@ -49,6 +50,9 @@ export interface RevisionObject extends KubernetesObject {
     containerStatuses?: RevisionContainerStatus[];
     initContainerStatuses?: RevisionContainerStatus[];
   };
+}
+export interface ConfigurationObject extends KubernetesObject {
+  status?: { latestCreatedRevisionName?: string; conditions?: Condition[] };
 }
 export interface RouteObject extends KubernetesObject {
   spec?: { traffic?: Array<{ revisionName?: string }> };

@@ -9,7 +9,7 @@ import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { type ClusterVersions, judgeCluster } from '../api/compatibility.ts';
 import { errorLine } from '../api/kube-errors.ts';
@@ -115,6 +115,14 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
       int,
       DEFAULTS.stampCheckSeconds,
     )
+    .addOption(
+      new Option(
+        '--revision-webhook <when>',
+        'register the Revision webhook where the apiserver stamps too (always), or only where it does not (auto)',
+      )
+        .choices(['auto', 'always'])
+        .default('auto'),
+    )
     .option('--drain-quiet <seconds>', 'on SIGTERM, serve until no request came for this long', int, DEFAULTS.drainQuietSeconds)
     .option('--drain-max <seconds>', 'on SIGTERM, serve at most this long', int, DEFAULTS.drainMaxSeconds)
     .option('--log-level <level>', 'pino log level', 'info')
@@ -213,6 +221,7 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     leaseSeconds: Number(o.leaseDuration),
     resyncSeconds: Number(o.resync),
     stampCheckSeconds: Number(o.stampCheck),
+    revisionWebhook: o.revisionWebhook === 'always' ? 'always' : 'auto',
   };
 }
 

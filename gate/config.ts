@@ -89,6 +89,12 @@ export interface GateConfig {
   resyncSeconds?: number;
   /** How often every replica looks again at who stamps new Revisions (webhooks/stamp-path.ts). Default DEFAULTS.stampCheckSeconds. */
   stampCheckSeconds?: number;
+  /**
+   * 'auto' (default): register the Revision webhook only where the apiserver does not stamp.
+   * 'always': register it there too; the apiserver stamps first and the webhook writes the same
+   * stamp again, and refuses (retryably) a Revision it cannot decide, as on older clusters.
+   */
+  revisionWebhook?: 'auto' | 'always';
 }
 
 export const DEFAULTS = {

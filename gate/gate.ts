@@ -31,12 +31,14 @@ import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
 import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { type PodShellCheck, startPodShellCheck } from './shell/pod-shell-check.ts';
+import { type RefusedRollouts, startRefusedRollouts } from './shell/refused-rollouts.ts';
 import { ReplyRecorder } from './shell/replies.ts';
 import { RequestSender } from './shell/requests.ts';
 import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './shell/sa-tokens.ts';
 import { startTracing, tracingFromEnv } from './shell/tracing.ts';
 import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
 import { parseLabelSelector } from './webhooks/label-selector.ts';
+import type { Stamper } from './webhooks/stamp-path.ts';
 import { startWebhookTls, type WebhookTls } from './webhooks/tls.ts';
 
 export interface RunningGate {
@@ -49,6 +51,10 @@ export interface RunningGate {
   isLeader(): boolean;
   /** Each informer's state: listed yet, failing since when. */
   informers(): InformerHealth[];
+  /** Whether this gate serves `namespace` now, as its namespace cache says (--namespace-selector). */
+  inScope(namespace: string): boolean;
+  /** Who stamps new Revisions, as this replica last found (gate/webhooks/stamp-path.ts). */
+  stamper(): Stamper | undefined;
   /**
    * Stops the gate. With `drain`, first steps down as leader and serves the webhooks and the
    * sink until they are quiet (gate/shell/drain.ts): what a pod does on SIGTERM.
@@ -223,6 +229,10 @@ export async function startGate(
   metrics.imageDrift(() => driftWatch?.gauges() ?? []);
   for (const verb of ['add', 'update', 'delete'] as const) caches.pods.on(verb, (pod) => driftWatch?.podChanged(pod));
   for (const verb of ['add', 'update'] as const) caches.runs.on(verb, (run) => driftWatch?.runChanged(run));
+  // And the rollouts Knative was refused while no replica could stamp: at the start of a term (the
+  // gate is back), when who stamps changes, and every 5 minutes.
+  let refusedRollouts: RefusedRollouts | undefined;
+  tls.onStamperChange(() => refusedRollouts?.poke());
   // One controller for the life of the process; each term of leadership starts and stops it.
   const controller = new Controller({
     caches,
@@ -281,6 +291,12 @@ export async function startGate(
           log,
         });
         driftWatch.checkAll();
+        refusedRollouts = startRefusedRollouts({
+          client,
+          inScope: (namespace) => caches.namespaces.get(namespace) !== undefined,
+          clock,
+          log,
+        });
       },
       onStoppedLeading: () => {
         void triggers?.stop();
@@ -291,6 +307,8 @@ export async function startGate(
         shellCheck = undefined;
         void driftWatch?.stop();
         driftWatch = undefined;
+        void refusedRollouts?.stop();
+        refusedRollouts = undefined;
         void controller.stop();
       },
     },
@@ -307,6 +325,8 @@ export async function startGate(
     metrics,
     controller,
     isLeader: () => leader.isLeader,
+    inScope: (namespace) => caches.namespaces.get(namespace) !== undefined,
+    stamper: () => tls.stamper(),
     informers: () => caches.health(),
     async stop(options) {
       ready = false;
@@ -315,6 +335,7 @@ export async function startGate(
       await triggers?.stop();
       await brokerCheck?.stop();
       await driftWatch?.stop();
+      await refusedRollouts?.stop();
       await controller.stop();
       if (options?.drain) await drainer.drain(options.drain);
       await natsSink?.stop();

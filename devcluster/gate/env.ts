@@ -126,8 +126,11 @@ async function grantInstanceWebhook(admin: KubeConfig, instance: string): Promis
   );
 }
 
-/** A namespace of its own and, unless `inProcess` is false, a gate running in this process. */
-export async function gateEnv(name: string, { inProcess = true, nats }: { inProcess?: boolean; nats?: string } = {}): Promise<GateEnv> {
+/** A namespace of its own and, unless `inProcess` is false, a gate running in this process (with `gate` over the defaults). */
+export async function gateEnv(
+  name: string,
+  { inProcess = true, nats, gate }: { inProcess?: boolean; nats?: string; gate?: Partial<GateConfig> } = {},
+): Promise<GateEnv> {
   const cluster = await installedCluster();
   const admin = cluster.kubeConfig;
   const instance = `${name}-${randomBytes(3).toString('hex')}`;
@@ -197,6 +200,6 @@ export async function gateEnv(name: string, { inProcess = true, nats }: { inProc
         .catch(() => undefined);
     },
   };
-  if (inProcess) await env.startGate();
+  if (inProcess) await env.startGate(gate);
   return env;
 }

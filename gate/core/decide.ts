@@ -23,8 +23,10 @@
  * |    | admin's way to start over)                       | the first stage Requested as step c would write it, implied    |
  * |    |                                                  | (first-stage.ts) and stored by step g; the shell sends         |
  * |    |                                                  | createRun.requests once the create returns: issue 14); a       |
- * |    |                                                  | hold reason left from before is cleared. A hook not found or   |
- * |    |                                                  | invalid is Failed under Fail: then the others stay Pending,    |
+ * |    |                                                  | hold reason left from before is cleared. A hook not found      |
+ * |    |                                                  | (after HOOK_CACHE_GRACE_MS from the create: the apiserver may  |
+ * |    |                                                  | stamp from a newer hook list than the cache's) or invalid is   |
+ * |    |                                                  | Failed under Fail: then the others stay Pending,               |
  * |    |                                                  | nothing is requested and rule 11 follows (hold reason, event); |
  * |    |                                                  | the same when nothing holds (no hooks, or only Audit ones: the |
  * |    |                                                  | release is rule 11's) or rule 10 will cancel it (superseded).  |
@@ -164,6 +166,9 @@ export const FOREIGN_RUN_REQUEUE_MS = 10_000;
  * 1 to 2 s from the real moment.
  */
 export const DIGEST_GRACE_MS = 2_000;
+/** How long after its create a Revision may name a hook the gate's cache has not seen yet (createRun). */
+export const HOOK_CACHE_GRACE_MS = 10_000;
+const HOOK_CACHE_RECHECK_MS = 500;
 
 export function decide(o: Observed): Decision {
   const { revision } = o;
@@ -210,6 +215,13 @@ function createRun(o: Observed): Decision {
     const actions = holdReasonActions(o, problem);
     if (actions.length > 0) actions.push(event('Warning', 'InvalidHooksAnnotation', problem));
     return { actions };
+  }
+  // The apiserver's stamp (config/230) reads PrestartHooks from its own watch, which can run ahead
+  // of the gate's: a hook created a moment ago may be named before the gate's cache has it. A name
+  // the cache lacks fails the hook only once the Revision is HOOK_CACHE_GRACE_MS old.
+  if (names.some((name) => !o.hooks.get(name))) {
+    const wait = revision.createdAt.getTime() + HOOK_CACHE_GRACE_MS - o.now.getTime();
+    if (wait > 0) return { actions: [], requeueAfterMs: Math.min(wait, HOOK_CACHE_RECHECK_MS) };
   }
   const snapshots: HookSnapshot[] = [];
   const hooks: HookStatus[] = [];

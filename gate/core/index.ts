@@ -2,7 +2,7 @@
 // applies what they return.
 
 export { type FilteredContributions, filterContributions } from './contributions.ts';
-export { DIGEST_GRACE_MS, decide, FOREIGN_RUN_REQUEUE_MS } from './decide.ts';
+export { DIGEST_GRACE_MS, decide, FOREIGN_RUN_REQUEUE_MS, HOOK_CACHE_GRACE_MS } from './decide.ts';
 export { decideRevision } from './decide-revision.ts';
 export { DurationError, formatDuration, parseDurationMs, parseDurationSeconds } from './duration.ts';
 export { runStatusOf, STARTED_STATUS_DELAY_MS } from './first-stage.ts';

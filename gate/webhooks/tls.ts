@@ -30,6 +30,8 @@ export interface WebhookTls {
   register(webhookUrl: string): Promise<RegistrationResult>;
   /** Who stamps new Revisions, as last found; undefined before register(). */
   stamper(): Stamper | undefined;
+  /** Called once the configuration says who stamps after that changed. */
+  onStamperChange(listener: (stamper: Stamper) => void): void;
   stop(): void;
 }
 
@@ -70,6 +72,7 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
   };
   const initial = await ensureWebhookCerts(kc, certOptions);
   const listeners: Array<(pair: CertPair) => void> = [];
+  const stamperListeners: Array<(stamper: Stamper) => void> = [];
   let registration: Omit<WebhookConfigurationOptions, 'caBundle'> | undefined;
 
   const policies = kc.makeApiClient(CustomObjectsApi);
@@ -95,7 +98,11 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
   const register = async (caBundle: string): Promise<RegistrationResult> => {
     if (!registration) throw new Error('webhook configuration: register() was not called');
     await findStamper();
-    const result = await ensureWebhookConfiguration(kc, { ...registration, caBundle, stampRevisions: stamper !== 'apiserver' });
+    const result = await ensureWebhookConfiguration(kc, {
+      ...registration,
+      caBundle,
+      stampRevisions: config.revisionWebhook === 'always' || stamper !== 'apiserver',
+    });
     if (result !== 'unchanged') log.info({ name: registration.name, result }, 'webhook configuration written');
     return result;
   };
@@ -144,6 +151,9 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
       return register(refresher.current().caBundle);
     },
     stamper: () => stamper,
+    onStamperChange: (listener) => {
+      stamperListeners.push(listener);
+    },
     stop: () => {
       clearInterval(stampCheck);
       refresher.stop();

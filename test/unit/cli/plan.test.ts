@@ -67,7 +67,7 @@ test('the plan says who stamps, and so what an outage of the gate does to the Re
   const plan = (stamper: Stamper) => renderPlan(service, 'shop', {}, hooks, stamper).split('\n');
   t.true(
     plan('apiserver').includes(
-      'Stamped by the apiserver (MutatingAdmissionPolicy prestart-stamp-revisions) and the gate alike: while no gate replica runs, it is admitted held and its hooks are asked once the gate is back.',
+      'Stamped by the apiserver (MutatingAdmissionPolicy prestart-stamp-revisions; the gate registers no Revision webhook): while no gate replica runs, it is admitted held and its hooks are asked once the gate is back.',
     ),
   );
   t.regex(

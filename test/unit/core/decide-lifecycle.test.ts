@@ -7,7 +7,7 @@ import {
   type PrestartRunStatus,
   REASON_ANNOTATION,
 } from '../../../api/types.ts';
-import { decide, FOREIGN_RUN_REQUEUE_MS } from '../../../gate/core/decide.ts';
+import { decide, FOREIGN_RUN_REQUEUE_MS, HOOK_CACHE_GRACE_MS } from '../../../gate/core/decide.ts';
 import { runStatusOf, STARTED_STATUS_DELAY_MS } from '../../../gate/core/first-stage.ts';
 import { applyReply } from '../../../gate/core/reply.ts';
 import {
@@ -169,8 +169,20 @@ test('a held Revision whose run says Released is released again (stale cache)', 
   t.deepEqual(decide(stale).actions, [{ type: 'release', inject: false, containers: CONTAINERS }]);
 });
 
+test('a named hook the cache has not seen is waited for while the Revision is new (the apiserver may stamp ahead of it)', (t) => {
+  const o = observed(heldRevision(['db', 'late']), [hook('db')]);
+  t.deepEqual(decide(o), { actions: [], requeueAfterMs: 500 }, 'no run yet: nothing failed, nothing asked');
+  t.deepEqual(decide({ ...o, now: at(9.8) }), { actions: [], requeueAfterMs: 200 });
+  const arrived = decide({ ...o, now: at(1), hooks: new Map([...o.hooks, ['late', hook('late')]]) });
+  t.deepEqual(
+    ofType(arrived, 'createRun')[0]?.spec.hooks.map((h) => h.name),
+    ['db', 'late'],
+    'once the cache has it, the run starts with both',
+  );
+});
+
 test('a named hook that does not exist fails the run closed, and nothing is sent', (t) => {
-  let o = observed(heldRevision(['db', 'ghost']), [hook('db')]);
+  let o = observed(heldRevision(['db', 'ghost']), [hook('db')], { now: at(HOOK_CACHE_GRACE_MS / 1000) });
   const created = decide(o);
   const [create] = ofType(created, 'createRun');
   t.like(create?.status, { phase: 'Pending', summary: '0/2' }, "the failure is rule 11's, with its event and hold reason");
@@ -218,7 +230,7 @@ test('a held Revision with a malformed hook list stays held and says why, once',
 });
 
 test('a run whose status was never written gets one rebuilt from its spec', (t) => {
-  let o = observed(heldRevision(['db', 'ghost']), [hook('db')]);
+  let o = observed(heldRevision(['db', 'ghost']), [hook('db')], { now: at(HOOK_CACHE_GRACE_MS / 1000) });
   const [create] = ofType(decide(o), 'createRun');
   if (!create) throw new Error('no createRun');
   o = { ...o, run: { namespace: 'team-a', name: 'hello-00001', uid: 'run-uid-1', spec: create.spec } };
