@@ -4,12 +4,16 @@
 // updates the Deployment, and the gate projects them again). So with every gate replica down:
 //   - a released Service's pods are replaced (and scaled) with their bindings;
 //   - a Service no hook matches rolls out as usual;
-//   - a Service a hook matches cannot roll out: the stamp policy refuses Knative's Revision, Knative
-//     says why on the Configuration and retries, and once the gate is back the Revision is held and
-//     released. Its current Revision keeps serving all along.
+//   - a Service a hook matches: where the apiserver stamps (Kubernetes >= 1.36, the release's
+//     knative-prestart-apiserver-stamp.yaml), Knative's Revision is admitted held and gets no
+//     Deployment until the gate, back, asks its hooks; where the gate's webhook stamps, the stamp
+//     policy refuses it, Knative says why on the Configuration and backs off, and the gate, back,
+//     makes Knative try again at once (gate/core/refused-rollout.ts) instead of after its back-off.
+//     Either way its current Revision keeps serving all along.
 // Real here: Knative's reconcilers and webhook, Kubernetes' controllers, the gate, the policies.
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
+import { applyManifests, servesMutatingPolicies } from '../../devcluster/apply.ts';
 import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
 import { type HookServer, startHookServer } from '../../devcluster/gate/hook-server.ts';
 import { syncReply } from '../../devcluster/gate/replies.ts';
@@ -17,6 +21,8 @@ import { isHeld } from '../../devcluster/gate/revisions.ts';
 import { condition, Knative, type KnativeObject, readyPodOf, waitForRevision } from '../../devcluster/knative-client.ts';
 import { KNATIVE_NAMESPACE, type KnativeServing, QUEUE_SIDECAR_IMAGE, startKnativeServing } from '../../devcluster/knative-serving.ts';
 import { waitFor } from '../../devcluster/wait.ts';
+import { RETRY_CREATE_ANNOTATION } from '../../gate/core/refused-rollout.ts';
+import { STAMP_POLICIES } from '../../gate/webhooks/stamp-path.ts';
 
 const BINDING = { 'serving-binding': 'shop-db' };
 let env: GateEnv;
@@ -25,9 +31,15 @@ let kn: Knative;
 let hook: HookServer;
 let apps: AppsV1Api;
 let core: CoreV1Api;
+/** This apiserver serves MutatingAdmissionPolicy v1, and the suite's cluster has the apiserver stamp installed. */
+let apiserverStamps: boolean;
+const STAMP_FILE = new URL('../../config/230-stamp-mutating-policy.yaml', import.meta.url).pathname;
+/** Looks again at who stamps every second, so the test follows its own removal of the apiserver stamp at once. */
+const GATE = { stampCheckSeconds: 1 };
 
 test.before(async () => {
-  env = await gateEnv('e2eout');
+  env = await gateEnv('e2eout', { gate: GATE });
+  apiserverStamps = await servesMutatingPolicies(env.admin);
   serving = await startKnativeServing(env.cluster, { progress: (line) => process.stderr.write(`e2e: ${line}\n`) });
   kn = new Knative(env.admin, env.namespace);
   apps = env.admin.makeApiClient(AppsV1Api);
@@ -60,6 +72,8 @@ test.afterEach.always(async (t) => {
 });
 
 test.after.always(async () => {
+  // The next files expect the apiserver stamp where it is served.
+  if (apiserverStamps) await applyManifests(env.admin, STAMP_FILE);
   await setQueueImage(QUEUE_SIDECAR_IMAGE).catch(() => undefined);
   await hook?.close();
   await env?.stop();
@@ -139,48 +153,120 @@ async function rolledOut(rev: string, queueImage: string): Promise<void> {
   );
 }
 
+const configuration = async (name: string) =>
+  (await env.custom.getNamespacedCustomObject({
+    group: 'serving.knative.dev',
+    version: 'v1',
+    plural: 'configurations',
+    namespace: env.namespace,
+    name,
+  })) as KnativeObject;
+
+test.serial('every gate replica down: pods are replaced with their bindings, a Service no hook matches rolls out', async (t) => {
+  await env.gate.stop();
+  const before = await readyPodOf(core, env.namespace, 'shop-00001');
+  await core.deleteNamespacedPod({ name: before.metadata?.name ?? '', namespace: env.namespace });
+  const replacement = await waitFor(
+    async () =>
+      (await core.listNamespacedPod({ namespace: env.namespace, labelSelector: 'serving.knative.dev/revision=shop-00001' })).items.find(
+        (p) => p.metadata?.name !== before.metadata?.name && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      ),
+    { timeoutMs: 60_000, what: 'the ReplicaSet to replace the pod while no gate runs' },
+  );
+  t.true(bindingsIn(replacement.spec), 'the replacement has its bindings');
+
+  await kn.createService('plain');
+  const plain = await ready('plain-00001');
+  t.false(isHeld(plain), 'a Service no hook matches rolls out as usual');
+  await env.startGate();
+});
+
 test.serial(
-  'every gate replica down: pods are replaced with their bindings; only a rollout a hook holds waits, and goes on once the gate is back',
+  'the apiserver stamps, every gate replica down: a hooked rollout is admitted held, gets no Deployment, and goes on once the gate is back',
   async (t) => {
+    if (!apiserverStamps) {
+      // Kubernetes before 1.36: the webhook path is the only one, tested below.
+      t.false(await servesMutatingPolicies(env.admin));
+      return;
+    }
     await env.gate.stop();
-    const before = await readyPodOf(core, env.namespace, 'shop-00001');
-    await core.deleteNamespacedPod({ name: before.metadata?.name ?? '', namespace: env.namespace });
-    const replacement = await waitFor(
-      async () =>
-        (await core.listNamespacedPod({ namespace: env.namespace, labelSelector: 'serving.knative.dev/revision=shop-00001' })).items.find(
-          (p) => p.metadata?.name !== before.metadata?.name && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-        ),
-      { timeoutMs: 60_000, what: 'the ReplicaSet to replace the pod while no gate runs' },
-    );
-    t.true(bindingsIn(replacement.spec), 'the replacement has its bindings');
-
-    await kn.createService('plain');
-    const plain = await ready('plain-00001');
-    t.false(isHeld(plain), 'a Service no hook matches rolls out as usual');
-
     await kn.updateService('shop', { annotations: BINDING, env: { VERSION: '2' } });
+    // Knative's revision reconciler has looked at it (and would have made its Deployment).
+    const held = await revision('shop-00002', 'created and reconciled while no gate runs', (r) => (r.status?.observedGeneration ?? 0) >= 1);
+    t.true(isHeld(held), 'held: stamped by the apiserver');
+    t.is(held.metadata?.annotations?.['prestart.dev/hooks'], JSON.stringify([`${env.instance}-db`]));
+    await t.throwsAsync(deploymentOf('shop-00002'), undefined, 'no Deployment while held');
+    t.not(condition(await configuration('shop'), 'Ready')?.reason, 'RevisionFailed', 'Knative was refused nothing');
+    t.is(condition(await kn.revision('shop-00001'), 'Ready')?.status, 'True', 'the current Revision keeps serving');
+
+    const back = Date.now();
+    await env.startGate();
+    await ready('shop-00002');
+    t.log(`shop-00002 Ready ${Date.now() - back} ms after the gate started again`);
+    t.true(bindingsIn((await readyPodOf(core, env.namespace, 'shop-00002')).spec));
+  },
+);
+
+/** Knative's failed creates of a Revision for Configuration `name`, as its Events count them. */
+async function creationFailures(name: string): Promise<number> {
+  const events = await core.listNamespacedEvent({
+    namespace: env.namespace,
+    fieldSelector: `involvedObject.kind=Configuration,involvedObject.name=${name},reason=CreationFailed`,
+  });
+  return events.items.reduce((n, e) => n + (e.count ?? 1), 0);
+}
+
+/** What an admin does on a cluster without the apiserver stamp: the gate's webhook stamps again. */
+async function removeApiserverStamp(): Promise<void> {
+  for (const plural of ['mutatingadmissionpolicybindings', 'mutatingadmissionpolicies']) {
+    for (const name of STAMP_POLICIES) {
+      await env.custom.deleteClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural, name });
+    }
+  }
+}
+
+test.serial(
+  "the gate's webhook stamps, every gate replica down: Knative is refused, and tries again as soon as the gate is back",
+  async (t) => {
+    const next = apiserverStamps ? 'shop-00003' : 'shop-00002';
+    if (apiserverStamps) await removeApiserverStamp();
+    // The apiserver admits a hooked Revision held again only once it calls the gate's webhook.
+    await waitFor(() => env.dryRunRevision('probe-00001', { annotations: BINDING }).then(isHeld, () => false), {
+      timeoutMs: 30_000,
+      what: "a dry-run hooked Revision to be stamped by the gate's webhook",
+    });
+    await env.gate.stop();
+    await kn.updateService('shop', { annotations: BINDING, env: { VERSION: '3' } });
     const refused = await waitFor(
       async () => {
-        const cfg = (await env.custom.getNamespacedCustomObject({
-          group: 'serving.knative.dev',
-          version: 'v1',
-          plural: 'configurations',
-          namespace: env.namespace,
-          name: 'shop',
-        })) as KnativeObject;
-        const c = condition(cfg, 'Ready');
+        const c = condition(await configuration('shop'), 'Ready');
         return c?.status === 'False' && /prestart-stamp-revisions/.test(c.message ?? '') ? c : undefined;
       },
       { timeoutMs: 60_000, what: 'Knative to report the refused Revision on Configuration shop' },
     );
+    const firstRefusal = Date.now();
     t.log(`Configuration shop: ${refused.reason}: ${refused.message}`);
-    t.is(await kn.revision('shop-00002'), undefined, 'no Revision was created unheld');
-    t.is(condition(await kn.revision('shop-00001'), 'Ready')?.status, 'True', 'the current Revision keeps serving');
+    t.is(await kn.revision(next), undefined, 'no Revision was created unheld');
+    // The outage lasts until Knative has been refused 12 times: its back-off (5 ms doubling) then
+    // puts its next try about as far ahead as the outage has lasted, some 20 s.
+    await waitFor(async () => (await creationFailures('shop')) >= 12, {
+      timeoutMs: 90_000,
+      what: 'Knative to be refused 12 times',
+    });
+    const outage = Date.now() - firstRefusal;
 
+    const back = Date.now();
     await env.startGate();
-    const held = await revision('shop-00002', 'created by Knative once the gate is back', () => true, 120_000);
+    const held = await revision(next, 'created by Knative once the gate is back', () => true, 120_000);
+    const resumed = Date.now() - back;
+    t.log(
+      `outage ${outage} ms after the first refusal (${await creationFailures('shop')} refusals): ` +
+        `${next} created ${resumed} ms after the gate started again; Knative's own next try was due about ${outage} ms after its last`,
+    );
     t.truthy(held.metadata?.annotations?.['prestart.dev/hooks'], 'stamped');
-    await ready('shop-00002');
-    t.true(bindingsIn((await readyPodOf(core, env.namespace, 'shop-00002')).spec));
+    const latest = await kn.revision(apiserverStamps ? 'shop-00002' : 'shop-00001');
+    t.truthy(latest?.metadata?.annotations?.[RETRY_CREATE_ANNOTATION], 'the gate asked Knative to try again, on its latest Revision');
+    await ready(next);
+    t.true(bindingsIn((await readyPodOf(core, env.namespace, next)).spec));
   },
 );

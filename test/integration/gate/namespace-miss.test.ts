@@ -20,7 +20,8 @@ let limited: GateIdentity | undefined;
 const namespaces: string[] = [];
 
 test.before(async () => {
-  env = await gateEnv('nsmiss');
+  // The Revision webhook's own reads are tested: registered where the apiserver stamps too.
+  env = await gateEnv('nsmiss', { gate: { revisionWebhook: 'always' } });
   hook = await startHookServer(async () => ({ status: 202 }));
   hookName = `${env.instance}-db`;
   // Every namespace of this gate instance (the label its namespace selector asks for).
@@ -69,7 +70,12 @@ test.serial(
     // its watches every 2 s, so a lost right breaks the watch at once, as an outage would.
     limited = await copyGateIdentity(env);
     await env.gate.stop();
-    const gate = await env.startGate({ kubeConfig: limited.kubeConfig, watchTimeoutSeconds: 2, watchFailureSeconds: 1 });
+    const gate = await env.startGate({
+      kubeConfig: limited.kubeConfig,
+      watchTimeoutSeconds: 2,
+      watchFailureSeconds: 1,
+      revisionWebhook: 'always',
+    });
     const healthz = new URL('/healthz', gate.sinkUrl).href;
     await limited.revoke({ group: '', resource: 'namespaces', verb: 'list' }, { group: '', resource: 'namespaces', verb: 'watch' });
     const failingSince = await waitFor(() => gate.informers().find((i) => i.name === 'namespaces')?.failingSince, {

@@ -51,6 +51,8 @@ test.serial(
       kubeConfig: limited.kubeConfig,
       sink: { host: '127.0.0.1', port: sinkPort, maxBytes: 64 * 1024 },
       watchFailureSeconds: 1,
+      // The Revision webhook's refusal is tested: registered where the apiserver stamps too.
+      revisionWebhook: 'always',
     });
     let started = false;
     void starting.then(() => {

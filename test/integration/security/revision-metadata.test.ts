@@ -35,6 +35,9 @@ const BINDING = 'prestart-revision-metadata';
 const HOOKS = 'prestart.dev/hooks';
 const PROXY_IMAGE = 'sidecar.istio.io/proxyImage';
 const REFUSED = new RegExp(`ValidatingAdmissionPolicy '${BINDING}'.*${TENANT} may not change the labels or annotations of Revision`);
+const REFUSED_EITHER = new RegExp(
+  `ValidatingAdmissionPolicy '(${BINDING}' .*${TENANT} may not change the labels or annotations|prestart-protect-revisions' .*${TENANT} may not change the prestart.dev/hold)`,
+);
 
 let cluster: Cluster;
 let admin: KubeConfig;
@@ -52,17 +55,28 @@ async function kubeconfigOf(user: string, groups: string[]): Promise<KubeConfig>
   return kc;
 }
 
-/** A Revision as the gate leaves it once stamped (`hooks`), or one no hook matched. */
+/**
+ * A Revision as the gate leaves it once stamped (`hooks`), or one no hook matched. No PrestartHook
+ * matches it, so a stamp at create would strip the annotation (the apiserver's, config/230): the
+ * admin writes it right after, as only the gate or an admin may.
+ */
 async function createRevision(namespace: string, name: string, hooks?: string): Promise<void> {
-  await admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+  const custom = admin.makeApiClient(CustomObjectsApi);
+  await custom.createNamespacedCustomObject({
     ...revisions(namespace),
     body: {
       apiVersion: 'serving.knative.dev/v1',
       kind: 'Revision',
-      metadata: { name, labels: { app: 'shop' }, annotations: hooks ? { [HOOKS]: hooks } : {} },
+      metadata: { name, labels: { app: 'shop' } },
       spec: { containers: [{ name: 'user-container', image: 'dev.local/demo/app:v1' }] },
     },
   });
+  if (hooks) {
+    await custom.patchNamespacedCustomObject(
+      { ...revisions(namespace), name, body: { metadata: { annotations: { [HOOKS]: hooks } } } },
+      patchAs(PatchStrategy.MergePatch),
+    );
+  }
 }
 
 /** Whether the policy refuses the tenant a label change in `namespace` now: a new value each time, so an accepted probe is no no-op for the next. */
@@ -188,7 +202,8 @@ test('a tenant cannot change the labels or annotations of a Revision the hooks w
   };
   for (const [how, refused] of Object.entries(attempts)) {
     t.is(refused?.code, 403, how);
-    t.regex(refused?.message ?? '', REFUSED, how);
+    // Removing the hooks annotation is refused by two policies; the apiserver names either one.
+    t.regex(refused?.message ?? '', how.includes('hooks annotation') ? REFUSED_EITHER : REFUSED, how);
   }
   const after = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ ...revisions(ns), name: 'shop-00001' })) as {
     metadata: { labels: Record<string, string>; annotations: Record<string, string> };
