@@ -17,8 +17,9 @@ export interface HookMethods {
   /** A hook's match: Revisions of this namespace that carry annotation `key` (with `value`, when given). */
   annotationMatch(key: string, value?: string): PrestartHookSpec['match'];
   /**
-   * Waits until the gate's admission webhook stamps a Revision carrying `annotations` with
-   * `hook`: a hook created a moment ago is not in the gate's cache yet. Uses a dry-run create,
+   * Waits until a Revision carrying `annotations` is stamped with `hook`, by the apiserver (its
+   * stamp policy, config/230) or the gate's webhook: a hook created a moment ago is not in their
+   * caches yet (the gate waits for a stamped hook its cache has not seen). Uses a dry-run create,
    * which runs every admission webhook and stores nothing. The probe names no Configuration:
    * Knative's own validation (when it runs, as in the e2e suite) refuses a
    * serving.knative.dev/configuration label without the matching owner reference.
@@ -69,7 +70,7 @@ export function hookMethods(admin: KubeConfig, namespace: string): HookMethods &
           })) as RevisionObject;
           return (JSON.parse(rev.metadata?.annotations?.[HOOKS_ANNOTATION] ?? '[]') as string[]).includes(hook);
         },
-        { timeoutMs: 30_000, what: `the gate's webhook to apply hook ${hook}` },
+        { timeoutMs: 30_000, what: `new Revisions to be stamped with hook ${hook}` },
       );
     },
     async deleteCreatedHooks() {

@@ -230,12 +230,31 @@ test.serial(
   async (t) => {
     const next = apiserverStamps ? 'shop-00003' : 'shop-00002';
     if (apiserverStamps) await removeApiserverStamp();
-    // The apiserver admits a hooked Revision held again only once it calls the gate's webhook.
-    await waitFor(() => env.dryRunRevision('probe-00001', { annotations: BINDING }).then(isHeld, () => false), {
-      timeoutMs: 30_000,
-      what: "a dry-run hooked Revision to be stamped by the gate's webhook",
-    });
+    await waitFor(() => env.gate.stamper() === 'webhook', { what: 'the gate to register its Revision webhook' });
     await env.gate.stop();
+    // The outage as Knative will meet it: the apiserver has dropped its stamp, and the gate's webhook does not answer.
+    await waitFor(
+      () =>
+        env.custom
+          .createNamespacedCustomObject({
+            group: 'serving.knative.dev',
+            version: 'v1',
+            plural: 'revisions',
+            namespace: env.namespace,
+            dryRun: 'All',
+            body: {
+              apiVersion: 'serving.knative.dev/v1',
+              kind: 'Revision',
+              metadata: { name: `probe-${Date.now()}`, annotations: BINDING },
+              spec: { containers: [{ image: 'dev.local/demo/app:v1' }] },
+            },
+          })
+          .then(
+            () => false,
+            (err: unknown) => /prestart-stamp-revisions/.test(String((err as { body?: unknown }).body)),
+          ),
+      { timeoutMs: 30_000, what: 'a hooked Revision to be refused by the stamp policy' },
+    );
     await kn.updateService('shop', { annotations: BINDING, env: { VERSION: '3' } });
     const refused = await waitFor(
       async () => {
