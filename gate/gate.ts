@@ -128,6 +128,7 @@ export async function startGate(
           mode: replyMode,
           audience: config.senderIdentity?.audience ?? DEFAULT_SINK_AUDIENCE,
           identityOf: (hook) => caches.hooks.get(hook)?.spec?.identity,
+          hookExists: (hook) => caches.hooks.get(hook) !== undefined,
           // Broker-delivered replies come as the gate's reply Trigger's OIDC ServiceAccount.
           replyTriggerOf: replyTriggerLookup(kc, { deliveryOf: (hook) => caches.hooks.get(hook)?.spec?.delivery }),
           review: kubeTokenReview(kc),

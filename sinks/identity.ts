@@ -85,8 +85,19 @@ export function precheck(
   identity: HookIdentity | undefined,
   token: string | undefined | 'malformed',
   replyTrigger?: ReplyTriggerIdentity,
+  /** False when no PrestartHook of that name exists now (deleted while a run still waits on it). */
+  known = true,
 ): Verdict | { check: string; expected: Sender[] } {
   if (token === 'malformed') return { ok: false, status: 401, reason: 'the Authorization header is not "Bearer <token>"' };
+  // Declared mode trusts a reply on its replyid alone only for a hook that names no sender; a
+  // deleted hook no longer says whether it did, so nothing can be trusted for it.
+  if (!known && mode === 'declared') {
+    return {
+      ok: false,
+      status: 403,
+      reason: `no PrestartHook ${hook} exists now, so whom its replies come from cannot be checked: re-create it to answer, or delete the PrestartRun to start over`,
+    };
+  }
   const expected = allowedSenders(identity, replyTrigger);
   if (token === undefined) {
     if (mode === 'optional' || (mode === 'declared' && expected.length === 0)) return { ok: true };

@@ -23,6 +23,8 @@ export interface ReplyIdentityOptions {
   audience: string;
   /** The PrestartHook's identity as it is now (the gate's hooks cache): a changed ServiceAccount counts at once. */
   identityOf: (hook: string) => HookIdentity | undefined;
+  /** Whether a PrestartHook of that name exists now; default: always. In declared mode a reply for one that does not is refused. */
+  hookExists?: (hook: string) => boolean;
   /**
    * Broker hooks: the gate's reply Trigger on the hook's Broker and its OIDC ServiceAccount, read
    * from the Trigger's status (triggers/reply-identity.ts); undefined for other hooks. Asked only
@@ -88,7 +90,8 @@ export function createReplyIdentity(opts: ReplyIdentityOptions): ReplyIdentity {
       // Without a token only declared mode asks who the sender would be: to know whether one was due.
       const needsTrigger = token === undefined ? opts.mode === 'declared' : token !== 'malformed';
       const replyTrigger = needsTrigger ? await opts.replyTriggerOf?.(reply.hook) : undefined;
-      const first = precheck(opts.mode, reply.hook, opts.identityOf(reply.hook), token, replyTrigger);
+      const known = opts.hookExists?.(reply.hook) ?? true;
+      const first = precheck(opts.mode, reply.hook, opts.identityOf(reply.hook), token, replyTrigger, known);
       if (!('check' in first)) return first;
       return judge(await reviewed(first.check), opts.audience, first.expected, reply.hook);
     },

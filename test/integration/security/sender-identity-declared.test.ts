@@ -2,7 +2,7 @@
 // real control plane with real ServiceAccount tokens and TokenReviews: a hook that names its
 // ServiceAccount can be answered only with that ServiceAccount's token, so the harvested-replyid
 // attack is closed for it; a hook that names none is still answered on its signed replyid, so an
-// install that predates identity keeps working.
+// install that predates identity keeps working; a hook deleted while a run waits on it is answered by nobody.
 import test from 'ava';
 import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
@@ -85,4 +85,23 @@ test.serial('a hook that names no ServiceAccount is answered on its signed reply
   t.teardown(() => hook.close());
   t.is((await postReply(request)).status, 202);
   await env.waitReleased(revision);
+});
+
+test.serial('a hook deleted while its run waits: neither the harvested replyid nor any token answers for it', async (t) => {
+  const { hook, hookName, revision, request } = await heldBy('deleted', { serviceAccount: { namespace: env.namespace, name: 'hook-sa' } });
+  t.teardown(() => hook.close());
+  await env.deleteHook(hookName);
+  // Once the gate's cache has lost the hook, it no longer knows whom the hook replied as.
+  const stranger = await waitFor(
+    async () => {
+      const res = await postReply(request);
+      return res.status === 403 ? res : undefined;
+    },
+    { what: 'the sink to refuse a reply for the deleted hook' },
+  );
+  t.regex(((await stranger.json()) as { error: string }).error, new RegExp(`no PrestartHook ${hookName} exists now`));
+  t.is((await postReply(request, await tokenOf('hook-sa'))).status, 403, 'not even its former ServiceAccount');
+  const run = await env.getRun(revision);
+  t.is(run?.status?.hooks?.[0]?.phase, 'Requested', 'the run still waits');
+  t.true((await env.getRevision(revision)).metadata?.labels?.['prestart.dev/hold'] === 'true', 'still held');
 });

@@ -39,6 +39,10 @@ test('required: no token is 401, a hook without a ServiceAccount is 403 (fail cl
   t.like(precheck('required', 'db', { serviceAccount: SA }, 'malformed'), { ok: false, status: 401 });
   t.deepEqual(precheck('required', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: DIRECT });
   t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, undefined), { ok: true });
+  // A hook deleted while a run waits on it: declared mode cannot tell whether it named a sender.
+  t.like(precheck('declared', 'db', undefined, undefined, undefined, false), { ok: false, status: 403 });
+  t.like(precheck('declared', 'db', undefined, 'tok', undefined, false), { ok: false, status: 403 });
+  t.deepEqual(precheck('declared', 'db', undefined, undefined, undefined, true), { ok: true }, 'an existing hook naming no sender');
   t.deepEqual(precheck('optional', 'db', undefined, 'tok'), { ok: true });
   t.like(precheck('optional', 'db', { serviceAccount: SA }, 'malformed'), { ok: false, status: 401 });
   t.deepEqual(precheck('optional', 'db', { serviceAccount: SA }, 'tok'), { check: 'tok', expected: DIRECT });
