@@ -19,9 +19,9 @@ import { startTriggerReconciler, type TriggerReconcilerHandle } from '../trigger
 import { replyTriggerLookup } from '../triggers/reply-identity.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
+import { type Clock, systemClock } from './runtime/clock.ts';
 import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './shell/broker-namespaces.ts';
 import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './shell/caches.ts';
-import { type Clock, systemClock } from './shell/clock.ts';
 import type { RequestObserver } from './shell/connections.ts';
 import { Controller } from './shell/controller.ts';
 import { type DrainOptions, trackRequests } from './shell/drain.ts';

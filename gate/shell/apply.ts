@@ -23,9 +23,9 @@ import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '.
 import type { Intake } from '../../sinks/intake.ts';
 import { type JsonPatchOp, pointer } from '../core/jsonpatch.ts';
 import type { Action } from '../core/types.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { crashPoint } from '../runtime/crashpoints.ts';
 import type { BackgroundWrites } from './background.ts';
-import type { Clock } from './clock.ts';
-import { crashPoint } from './crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { RequestSender } from './requests.ts';
 import type { HookSends } from './sender.ts';

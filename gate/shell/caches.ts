@@ -25,8 +25,8 @@ import {
   watchPath,
 } from '../../api/resources.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
+import { ObjectLocks } from '../runtime/object-locks.ts';
 import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
-import { KeyLocks } from './key-locks.ts';
 import type { KubeClient } from './kube-client.ts';
 import { RevisionIndex } from './revision-index.ts';
 import {
@@ -97,7 +97,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
   const limit = opts.pageSize ?? LIST_PAGE_SIZE;
   // One list at a time: after a blip every informer re-lists at once, and their pages of full
   // objects, parsed side by side, were the gate's memory peak. In turn, a re-list costs one page.
-  const turns = new KeyLocks();
+  const turns = new ObjectLocks();
   const inTurn = <R>(list: () => Promise<R>) => turns.exclusive('list', list);
   const custom = <T extends KubernetesObject>(
     r: Resource,

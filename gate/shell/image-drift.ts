@@ -10,8 +10,8 @@ import type { Logger } from 'pino';
 import { errorLine } from '../../api/kube-errors.ts';
 import type { RunObject } from '../../api/resources.ts';
 import { type DriftFinding, driftMessage, findingKey, imageDrift, newDrift, type PodImages, REASON_IMAGE_DRIFT } from '../core/drift.ts';
-import type { Clock } from './clock.ts';
-import { KeyLocks } from './key-locks.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { ObjectLocks } from '../runtime/object-locks.ts';
 import type { KubeClient } from './kube-client.ts';
 import { tellFinding } from './subject-access.ts';
 import { type PodObject, REVISION_LABEL, REVISION_UID_LABEL } from './views.ts';
@@ -51,7 +51,7 @@ export interface ImageDriftWatch {
 
 export function startImageDriftWatch(opts: ImageDriftWatchOptions): ImageDriftWatch {
   const log = opts.log.child({ component: 'image-drift' });
-  const locks = new KeyLocks();
+  const locks = new ObjectLocks();
   /** Per Revision (namespace/name): the findings told this term (findingKey). */
   const told = new Map<string, Set<string>>();
   const drifted = new Map<string, DriftGauge>();

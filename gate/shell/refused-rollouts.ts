@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { CONFIGURATIONS, type ConfigurationObject } from '../../api/resources.ts';
 import { RETRY_CREATE_ANNOTATION, retryTarget } from '../core/refused-rollout.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../runtime/clock.ts';
 import type { KubeClient } from './kube-client.ts';
 import { type PeriodicPass, startPeriodicPass } from './periodic-pass.ts';
 

@@ -8,8 +8,8 @@ import { type RunObject, toRunView } from '../../api/resources.ts';
 import type { Reply } from '../../api/types.ts';
 import type { ReplyDisposition } from '../../sinks/types.ts';
 import { applyReply } from '../core/index.ts';
-import type { Clock } from './clock.ts';
-import { crashPoint } from './crashpoints.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { crashPoint } from '../runtime/crashpoints.ts';
 import type { KubeClient } from './kube-client.ts';
 
 export type { ReplyDisposition };

@@ -14,9 +14,9 @@ import type { Logger } from 'pino';
 import type { ContainerImage, HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
 import { requestRef, sendKey } from '../core/index.ts';
+import { crashPoint } from '../runtime/crashpoints.ts';
+import { ObjectLocks } from '../runtime/object-locks.ts';
 import { takeAnswers } from './answers.ts';
-import { crashPoint } from './crashpoints.ts';
-import { KeyLocks } from './key-locks.ts';
 import type { RequestSender } from './requests.ts';
 
 export interface SendLimits {
@@ -193,7 +193,7 @@ export interface HookSendsOptions {
 /** The reconcile's side of sending: queue a request or a cancel, and apply a Revision's actions under its lock. */
 export class HookSends {
   private readonly queue: SendQueue;
-  private readonly locks = new KeyLocks();
+  private readonly locks = new ObjectLocks();
   /**
    * When each Revision's run last had a request queued this term, by hook and attempt: decide's
    * Observed.sent. Resends are not written to the run (gate/core/resend.ts); this spaces them.

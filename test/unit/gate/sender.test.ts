@@ -2,7 +2,7 @@
 // that never answers holds its own slots and no other hook's, one request per Revision and hook
 // waits at a time, and an answer is handed over only while no action list of that Revision runs.
 import test from 'ava';
-import { KeyLocks } from '../../../gate/shell/key-locks.ts';
+import { ObjectLocks } from '../../../gate/runtime/object-locks.ts';
 import { type SendJob, SendQueue } from '../../../gate/shell/sender.ts';
 
 /** A job that runs until released; records when it started. */
@@ -108,7 +108,7 @@ test('a failing send frees its slot', async (t) => {
 });
 
 test('what runs under one key runs alone, in the order it asked; other keys do not wait', async (t) => {
-  const locks = new KeyLocks();
+  const locks = new ObjectLocks();
   const log: string[] = [];
   let releaseList: () => void = () => undefined;
   const list = locks.exclusive('ns/web', async () => {
@@ -133,7 +133,7 @@ test('what runs under one key runs alone, in the order it asked; other keys do n
 });
 
 test('a failed action list releases its lock', async (t) => {
-  const locks = new KeyLocks();
+  const locks = new ObjectLocks();
   await t.throwsAsync(locks.exclusive('k', async () => Promise.reject(new Error('409'))));
   t.is(await locks.exclusive('k', async () => 'next'), 'next');
 });

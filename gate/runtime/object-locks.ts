@@ -1,7 +1,7 @@
-// A lock per key, shared by the sends (one Revision's actions and its answers) and the caches
-// (one list at a time).
-/** One async lock per key: what runs under a key's lock runs alone, in the order it asked. */
-export class KeyLocks {
+// Locks per object, each named by its namespace/name (or another name), shared by the sends (one
+// Revision's actions and its answers), the caches (one list at a time) and the image drift check.
+/** One async lock per name: what runs under a name's lock runs alone, in the order it asked. */
+export class ObjectLocks {
   private readonly tails = new Map<string, Promise<void>>();
 
   async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
