@@ -164,7 +164,7 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
  * which holds everything until its caches sync.
  */
 async function checkCluster(kc: KubeConfig, log: pino.Logger, allowUnsupported: boolean): Promise<ClusterVersions | undefined> {
-  const { readClusterVersions } = await import('../gate/shell/cluster-versions.ts');
+  const { readClusterVersions } = await import('../gate/kube/cluster-versions.ts');
   let versions: ClusterVersions;
   try {
     versions = await readClusterVersions(kc);

@@ -19,15 +19,15 @@ import { startTriggerReconciler, type TriggerReconcilerHandle } from '../trigger
 import { replyTriggerLookup } from '../triggers/reply-identity.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
+import type { RequestObserver } from './kube/apiserver-agent-pool.ts';
+import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './kube/caches.ts';
+import { KubeClient, withRequestTimeout } from './kube/kube-client.ts';
 import { type Clock, systemClock } from './runtime/clock.ts';
 import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './shell/broker-namespaces.ts';
-import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './shell/caches.ts';
-import type { RequestObserver } from './shell/connections.ts';
 import { Controller } from './shell/controller.ts';
 import { type DrainOptions, trackRequests } from './shell/drain.ts';
 import { type ImageDriftWatch, startImageDriftWatch } from './shell/image-drift.ts';
 import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
-import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
 import { LeaderElector } from './shell/leader.ts';
 import { createMetrics, type Metrics } from './shell/metrics.ts';
 import { type PodShellCheck, startPodShellCheck } from './shell/pod-shell-check.ts';

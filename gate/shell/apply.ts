@@ -23,13 +23,13 @@ import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '.
 import type { Intake } from '../../sinks/intake.ts';
 import { type JsonPatchOp, pointer } from '../core/jsonpatch.ts';
 import type { Action } from '../core/types.ts';
+import { isFinished } from '../kube/cache-views.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { crashPoint } from '../runtime/crashpoints.ts';
 import type { BackgroundWrites } from './background.ts';
-import type { KubeClient } from './kube-client.ts';
 import type { RequestSender } from './requests.ts';
 import type { HookSends } from './sender.ts';
-import { isFinished } from './views.ts';
 
 /** What stays the same from one reconcile to the next. */
 export interface ApplyDeps {
@@ -210,7 +210,7 @@ export function statusDigestTests(containers: readonly ContainerImage[] | undefi
 
 function requireRun(ctx: ApplyContext): RunObject {
   if (!ctx.run) throw new Error(`no PrestartRun cached for ${ctx.revision.namespace}/${ctx.revision.name} yet`);
-  // A finished run is cached slim (views.ts) and final: a status written from it would lose what it left out.
+  // A finished run is cached slim (cache-views.ts) and final: a status written from it would lose what it left out.
   if (isFinished(ctx.run))
     throw new Error(`PrestartRun ${ctx.revision.namespace}/${ctx.revision.name} is finished; its status is not written again`);
   return ctx.run;

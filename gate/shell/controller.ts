@@ -21,14 +21,14 @@ import {
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
 import { decideRevision, idRunUID } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
+import { CONFIGURATION_LABEL, isFinished } from '../kube/cache-views.ts';
+import type { Caches } from '../kube/caches.ts';
+import { isNewerVersion } from '../kube/written-runs.ts';
 import { type ApplyContext, type ApplyDeps, applyActions } from './apply.ts';
 import { BackgroundWrites } from './background.ts';
-import type { Caches } from './caches.ts';
 import type { Metrics } from './metrics.ts';
 import { HookSends, type SendLimits } from './sender.ts';
-import { CONFIGURATION_LABEL, isFinished } from './views.ts';
 import { WorkQueue } from './workqueue.ts';
-import { isNewerVersion } from './written-runs.ts';
 
 export interface ControllerOptions {
   caches: Caches;

@@ -10,11 +10,11 @@ import type { Logger } from 'pino';
 import { errorLine } from '../../api/kube-errors.ts';
 import type { RunObject } from '../../api/resources.ts';
 import { type DriftFinding, driftMessage, findingKey, imageDrift, newDrift, type PodImages, REASON_IMAGE_DRIFT } from '../core/drift.ts';
+import { type PodObject, REVISION_LABEL, REVISION_UID_LABEL } from '../kube/cache-views.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { ObjectLocks } from '../runtime/object-locks.ts';
-import type { KubeClient } from './kube-client.ts';
 import { tellFinding } from './subject-access.ts';
-import { type PodObject, REVISION_LABEL, REVISION_UID_LABEL } from './views.ts';
 
 /** prestart_gate_image_drift: containers of one Revision's pods drifted now. */
 export interface DriftGauge {

@@ -7,8 +7,8 @@
 import { CoordinationV1Api, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorLine, isConflict, isNotFound } from '../../api/kube-errors.ts';
-import type { RequestObserver } from './connections.ts';
-import { withRequestTimeout } from './kube-client.ts';
+import type { RequestObserver } from '../kube/apiserver-agent-pool.ts';
+import { withRequestTimeout } from '../kube/kube-client.ts';
 
 export interface LeaderOptions {
   namespace: string;

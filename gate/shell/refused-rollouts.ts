@@ -9,8 +9,8 @@
 import type { Logger } from 'pino';
 import { CONFIGURATIONS, type ConfigurationObject } from '../../api/resources.ts';
 import { RETRY_CREATE_ANNOTATION, retryTarget } from '../core/refused-rollout.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
 import type { Clock } from '../runtime/clock.ts';
-import type { KubeClient } from './kube-client.ts';
 import { type PeriodicPass, startPeriodicPass } from './periodic-pass.ts';
 
 export const REFUSED_CHECK_PERIOD_MS = 5 * 60_000;

@@ -8,9 +8,9 @@ import { type RunObject, toRunView } from '../../api/resources.ts';
 import type { Reply } from '../../api/types.ts';
 import type { ReplyDisposition } from '../../sinks/types.ts';
 import { applyReply } from '../core/index.ts';
+import type { KubeClient } from '../kube/kube-client.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { crashPoint } from '../runtime/crashpoints.ts';
-import type { KubeClient } from './kube-client.ts';
 
 export type { ReplyDisposition };
 

@@ -9,14 +9,14 @@ import pino from 'pino';
 import type { RevisionObject, RunObject } from '../../../api/resources.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL } from '../../../api/types.ts';
 import { snapshotHook } from '../../../gate/core/snapshot.ts';
+import { revisionStub, runView } from '../../../gate/kube/cache-views.ts';
+import type { Caches } from '../../../gate/kube/caches.ts';
+import { RevisionIndex } from '../../../gate/kube/revision-index.ts';
+import { WrittenRuns } from '../../../gate/kube/written-runs.ts';
 import { systemClock } from '../../../gate/runtime/clock.ts';
 import type { ApplyDeps } from '../../../gate/shell/apply.ts';
-import type { Caches } from '../../../gate/shell/caches.ts';
 import { Controller } from '../../../gate/shell/controller.ts';
 import { createMetrics } from '../../../gate/shell/metrics.ts';
-import { RevisionIndex } from '../../../gate/shell/revision-index.ts';
-import { revisionStub, runView } from '../../../gate/shell/views.ts';
-import { WrittenRuns } from '../../../gate/shell/written-runs.ts';
 import { hook } from '../core/_builders.ts';
 import { fedCache } from './_fed-cache.ts';
 

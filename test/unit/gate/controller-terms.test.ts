@@ -6,13 +6,13 @@ import test from 'ava';
 import pino from 'pino';
 import type { RevisionObject, RunObject } from '../../../api/resources.ts';
 import { HOLD_LABEL } from '../../../api/types.ts';
+import type { Cache, Caches } from '../../../gate/kube/caches.ts';
+import { RevisionIndex } from '../../../gate/kube/revision-index.ts';
+import { WrittenRuns } from '../../../gate/kube/written-runs.ts';
 import { systemClock } from '../../../gate/runtime/clock.ts';
 import type { ApplyDeps } from '../../../gate/shell/apply.ts';
-import type { Cache, Caches } from '../../../gate/shell/caches.ts';
 import { Controller } from '../../../gate/shell/controller.ts';
 import { createMetrics } from '../../../gate/shell/metrics.ts';
-import { RevisionIndex } from '../../../gate/shell/revision-index.ts';
-import { WrittenRuns } from '../../../gate/shell/written-runs.ts';
 import { type FedCache, fedCache } from './_fed-cache.ts';
 
 /** A fed cache whose events get a new resourceVersion each, as every write gives them. */

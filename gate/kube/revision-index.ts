@@ -1,12 +1,12 @@
 // Revisions by Configuration, kept up to date from the informer of every Revision's stub
-// (gate/shell/views.ts revisionStub). Supersession ("a newer Revision of the same
+// (gate/kube/cache-views.ts revisionStub). Supersession ("a newer Revision of the same
 // Configuration exists") and "which held Revisions might a new one supersede" are then a look at
 // one Configuration's Revisions instead of a scan of the namespace on every reconcile, which made
 // a leader's resync quadratic in the Revisions per namespace.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { configurationGeneration, keyOf } from '../../api/resources.ts';
 import { CANCEL_FINALIZER } from '../../api/types.ts';
-import { CONFIGURATION_LABEL } from './views.ts';
+import { CONFIGURATION_LABEL } from './cache-views.ts';
 
 export interface Sibling {
   name: string;

@@ -30,7 +30,7 @@ import {
   RUN_IDS_V2,
 } from '../../api/types.ts';
 import type { JsonPatchOp } from '../core/jsonpatch.ts';
-import { ConnectionPool, PooledHttp, type RequestObserver } from './connections.ts';
+import { ApiserverAgentPool, PooledHttp, type RequestObserver } from './apiserver-agent-pool.ts';
 
 export class KubeClient {
   readonly custom: CustomObjectsApi;
@@ -142,7 +142,7 @@ export class KubeClient {
 
   /**
    * Writes status.imageDrift on a run, and nothing else of its status: a finished run is cached
-   * slim and final (views.ts), so its status is never replaced, only this field merged in.
+   * slim and final (cache-views.ts), so its status is never replaced, only this field merged in.
    */
   async recordRunDrift(namespace: string, name: string, imageDrift: ImageDriftRecord[]): Promise<RunObject> {
     const written = (await this.custom.patchNamespacedCustomObjectStatus(
@@ -237,8 +237,8 @@ export function withRequestTimeout(kc: KubeConfig, timeoutMs: number, observe?: 
 }
 
 class TimedKubeConfig extends KubeConfig {
-  /** Kept connections (client-node would open one per request: gate/shell/connections.ts). */
-  private readonly connections = new ConnectionPool();
+  /** Kept connections (client-node would open one per request: gate/kube/apiserver-agent-pool.ts). */
+  private readonly connections = new ApiserverAgentPool();
 
   constructor(
     private readonly timeoutMs: number,
@@ -253,7 +253,7 @@ class TimedKubeConfig extends KubeConfig {
     if (context.getSignal() === undefined) context.setSignal(AbortSignal.timeout(this.timeoutMs));
   }
 
-  /** API clients that send over the pool's kept connections (gate/shell/connections.ts). */
+  /** API clients that send over the pool's kept connections (gate/kube/apiserver-agent-pool.ts). */
   override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
     const cluster = this.getCurrentCluster();
     if (!cluster) throw new Error('No active cluster!');

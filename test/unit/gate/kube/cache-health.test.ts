@@ -1,7 +1,7 @@
 // When the gate may not trust a cache: before its first successful list (readiness, webhooks), or
 // once its watch has been failing for the allowed time (liveness, the Revision webhook).
 import test from 'ava';
-import { cacheProblems } from '../../../gate/shell/caches.ts';
+import { cacheProblems } from '../../../../gate/kube/caches.ts';
 
 const NOW = 1_000_000;
 

@@ -1,7 +1,7 @@
 // The gate's apiserver-request histogram labels a call as the apiserver's own metrics do, and never
 // with a name from the path (that would grow without bound).
 import test from 'ava';
-import { kubeRequestKind } from '../../../gate/shell/kube-requests.ts';
+import { kubeRequestKind } from '../../../../gate/kube/request-kind.ts';
 
 const runs = '/apis/prestart.dev/v1alpha1/namespaces/shop/prestartruns';
 const revision = '/apis/serving.knative.dev/v1/namespaces/shop/revisions/checkout-00001';

@@ -23,7 +23,7 @@ export class WrittenRuns {
 
   constructor(
     private readonly cache: Cache<RunObject>,
-    /** What the informer keeps of a run (views.ts runView): a written copy is kept the same way. */
+    /** What the informer keeps of a run (cache-views.ts runView): a written copy is kept the same way. */
     private readonly view: (run: RunObject) => RunObject,
     private readonly now: () => number = () => performance.now(),
   ) {

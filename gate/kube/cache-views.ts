@@ -2,7 +2,7 @@
 // read, nothing else. A cluster with 10,000 Revisions and their PrestartRuns would otherwise cost
 // the gate ~130 MiB of cached JSON (managed fields, pod specs, Knative's status), and twice that
 // while a re-list is parsed next to the old cache. The informers apply these to every object
-// they receive, from the list and from the watch (gate/shell/informer.ts).
+// they receive, from the list and from the watch (gate/kube/informer.ts).
 //
 //   held Revision   metadata without managedFields/ownerReferences, the containers' (and init
 //                   containers') names and images, and of its status the digests Knative resolved

@@ -1,12 +1,12 @@
-// The caches keep what the gate reads and nothing else (gate/shell/views.ts), lists come in pages,
-// and supersession is looked up per Configuration (gate/shell/revision-index.ts).
+// The caches keep what the gate reads and nothing else (gate/kube/cache-views.ts), lists come in pages,
+// and supersession is looked up per Configuration (gate/kube/revision-index.ts).
 import test from 'ava';
-import { type RevisionObject, type RunObject, toRevisionView } from '../../../api/resources.ts';
-import { CANCEL_FINALIZER, HOLD_LABEL, PRESTART_CONDITION, type PrestartRunStatus } from '../../../api/types.ts';
-import { contributionsOf } from '../../../gate/core/index.ts';
-import { pagedList } from '../../../gate/shell/caches.ts';
-import { RevisionIndex } from '../../../gate/shell/revision-index.ts';
-import { heldRevisionView, isFinished, revisionStub, routeView, runView } from '../../../gate/shell/views.ts';
+import { type RevisionObject, type RunObject, toRevisionView } from '../../../../api/resources.ts';
+import { CANCEL_FINALIZER, HOLD_LABEL, PRESTART_CONDITION, type PrestartRunStatus } from '../../../../api/types.ts';
+import { contributionsOf } from '../../../../gate/core/index.ts';
+import { heldRevisionView, isFinished, revisionStub, routeView, runView } from '../../../../gate/kube/cache-views.ts';
+import { pagedList } from '../../../../gate/kube/caches.ts';
+import { RevisionIndex } from '../../../../gate/kube/revision-index.ts';
 
 const managedFields = [{ manager: 'controller', operation: 'Update', fieldsV1: { 'f:spec': { 'f:containers': {} } } }];
 

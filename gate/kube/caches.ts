@@ -5,9 +5,9 @@
 // Every replica serves the webhooks and the reply sinks, which read PrestartHooks, Namespaces and
 // PrestartRuns: those informers run from the start. Revisions and Routes are read by the
 // controller alone, so only a replica that leads (or once led) lists them (lead()). The caches
-// hold trimmed views (gate/shell/views.ts), lists come in pages, and the Revisions are two
+// hold trimmed views (gate/kube/cache-views.ts), lists come in pages, and the Revisions are two
 // informers: the held ones (label-selected, what decide() reads) and a metadata-only stub of
-// every Revision, indexed by Configuration (gate/shell/revision-index.ts) for supersession.
+// every Revision, indexed by Configuration (gate/kube/revision-index.ts) for supersession.
 // The leader also watches the Revisions' pods for image drift (gate/shell/image-drift.ts); that
 // informer never holds up the controller.
 import { CoreV1Api, type KubeConfig, type KubernetesObject, setHeaderOptions, type V1Namespace } from '@kubernetes/client-node';
@@ -26,9 +26,6 @@ import {
 } from '../../api/resources.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
 import { ObjectLocks } from '../runtime/object-locks.ts';
-import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
-import type { KubeClient } from './kube-client.ts';
-import { RevisionIndex } from './revision-index.ts';
 import {
   heldRevisionView,
   METADATA_ONLY,
@@ -39,7 +36,10 @@ import {
   revisionStub,
   routeView,
   runView,
-} from './views.ts';
+} from './cache-views.ts';
+import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
+import type { KubeClient } from './kube-client.ts';
+import { RevisionIndex } from './revision-index.ts';
 import { WrittenRuns } from './written-runs.ts';
 
 export type { Cache, InformerHealth };
@@ -47,19 +47,19 @@ export type { Cache, InformerHealth };
 export interface Caches {
   /** Held Revisions (prestart.dev/hold=true) as decide() reads them; filled once lead() was called. */
   revisions: Cache<RevisionObject>;
-  /** Every Revision, as a stub (views.ts revisionStub); filled once lead() was called. */
+  /** Every Revision, as a stub (cache-views.ts revisionStub); filled once lead() was called. */
   revisionStubs: Cache<KubernetesObject>;
   /** The stubs by Configuration, and which carry the gate's finalizer. */
   revisionIndex: RevisionIndex;
   /** Routes, their traffic targets only; filled once lead() was called. */
   routes: Cache<RouteObject>;
   hooks: Cache<HookObject>;
-  /** PrestartRuns; finished ones slim (views.ts runView). */
+  /** PrestartRuns; finished ones slim (cache-views.ts runView). */
   runs: Cache<RunObject>;
   /** The runs this replica wrote and the informer has not delivered yet: `written.get` is the newest copy known. */
   written: WrittenRuns;
   namespaces: Cache<V1Namespace>;
-  /** The pods of Knative Revisions (views.ts podView); filled once lead() was called, which does not wait for it. */
+  /** The pods of Knative Revisions (cache-views.ts podView); filled once lead() was called, which does not wait for it. */
   pods: Cache<PodObject>;
   /**
    * Each informer's state, for liveness and the webhooks' refusals: those the replica serves

@@ -1,8 +1,8 @@
-// Connections to the apiserver kept and reused. client-node 1.x builds a new https.Agent for
-// every API request (KubeConfig.applySecurityAuthentication), so every status write, patch and
-// read paid a TCP connect and a TLS handshake with client-certificate verification, on both
-// sides: under a burst of releases on a small machine that, not the writes, was most of the
-// time. One keep-alive agent per TLS identity carries them all.
+// The apiserver agent pool: the gate's connections to the apiserver, kept and reused. client-node
+// 1.x builds a new https.Agent for every API request (KubeConfig.applySecurityAuthentication), so
+// every status write, patch and read paid a TCP connect and a TLS handshake with client-certificate
+// verification, on both sides: under a burst of releases on a small machine that, not the writes,
+// was most of the time. One keep-alive agent per TLS identity carries them all.
 //
 // The requests go out through node:https here, not client-node's node-fetch 2: with a
 // keep-alive agent, node-fetch 2 reports a chunked response as "Premature close" when the
@@ -24,7 +24,7 @@ const IDLE_MS = 60_000;
  */
 const MAX_CONNECTIONS = 32;
 
-export class ConnectionPool {
+export class ApiserverAgentPool {
   private readonly agents = new Map<string, Agent>();
 
   /** Puts the pooled agent for the request's TLS settings in place of the one-off agent client-node made. */
@@ -55,7 +55,7 @@ export type RequestObserver = (method: string, path: string, status: number, sec
 /** client-node's HTTP library (the generated API clients' transport), over node:http(s) and the pool. */
 export class PooledHttp implements PromiseHttpLibrary {
   constructor(
-    private readonly pool: ConnectionPool,
+    private readonly pool: ApiserverAgentPool,
     private readonly observe?: RequestObserver,
   ) {}
 

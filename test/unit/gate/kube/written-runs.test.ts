@@ -2,10 +2,10 @@
 // it (or something newer), and never stands in for a newer or a deleted copy. The informer here is
 // client-node's ListWatch fed by a stand-in watch (_fed-cache.ts): what is tested is the overlay.
 import test from 'ava';
-import type { RunObject } from '../../../api/resources.ts';
-import { runView } from '../../../gate/shell/views.ts';
-import { TTL_MS, WrittenRuns } from '../../../gate/shell/written-runs.ts';
-import { fedCache } from './_fed-cache.ts';
+import type { RunObject } from '../../../../api/resources.ts';
+import { runView } from '../../../../gate/kube/cache-views.ts';
+import { TTL_MS, WrittenRuns } from '../../../../gate/kube/written-runs.ts';
+import { fedCache } from '../_fed-cache.ts';
 
 const run = (resourceVersion: string, phase: 'Running' | 'Released' = 'Running'): RunObject => ({
   apiVersion: 'prestart.dev/v1alpha1',
