@@ -2,7 +2,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterVersions } from '../api/compatibility.ts';
 import type { NatsSecurity } from '../schemas/nats-auth.ts';
-import type { TracingConfig } from './shell/tracing.ts';
+import type { TracingConfig } from './telemetry/tracing.ts';
 
 export interface GateConfig {
   kubeConfig: KubeConfig;

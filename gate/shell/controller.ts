@@ -24,9 +24,9 @@ import type { Observed } from '../core/types.ts';
 import { CONFIGURATION_LABEL, isFinished } from '../kube/cache-views.ts';
 import type { Caches } from '../kube/caches.ts';
 import { isNewerVersion } from '../kube/written-runs.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import { type ApplyContext, type ApplyDeps, applyActions } from './apply.ts';
 import { BackgroundWrites } from './background.ts';
-import type { Metrics } from './metrics.ts';
 import { HookSends, type SendLimits } from './sender.ts';
 import { WorkQueue } from './workqueue.ts';
 

@@ -8,8 +8,8 @@ import type { Transports } from '../../emitter/index.ts';
 import { TransportError } from '../../emitter/transport.ts';
 import type { Message } from '../../schemas/event.ts';
 import { buildRequested, type KeyRing } from '../../schemas/index.ts';
-import type { Metrics } from './metrics.ts';
-import type { Tracing } from './tracing.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 
 export interface RequestSenderOptions {
   transports: Transports;

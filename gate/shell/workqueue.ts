@@ -16,7 +16,7 @@ export const SCHEDULED_TURN = 4;
 
 type Lane = 'now' | 'scheduled';
 
-/** What the queue reports, like knative/pkg's workqueue metrics (gate/shell/metrics.ts). */
+/** What the queue reports, like knative/pkg's workqueue metrics (gate/telemetry/metrics.ts). */
 export interface QueueInstruments {
   added(): void;
   /** How long a key waited between being queued and a worker taking it. */

@@ -15,7 +15,7 @@ import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-
 import { syncReply } from '../../../devcluster/gate/replies.ts';
 import { type Prometheus, startPrometheus } from '../../../devcluster/prometheus.ts';
 import { WaitTimeoutError, waitFor } from '../../../devcluster/wait.ts';
-import { APPROVAL_ANNOTATION } from '../../../gate/shell/observer.ts';
+import { APPROVAL_ANNOTATION } from '../../../gate/telemetry/observer.ts';
 import { APPROVAL_BY_ANNOTATION } from '../../../hooks/builtin/approval/decision.ts';
 
 const RULES = new URL('../../../config/monitoring/prometheus-rules.yaml', import.meta.url).pathname;

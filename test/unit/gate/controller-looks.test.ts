@@ -16,7 +16,7 @@ import { WrittenRuns } from '../../../gate/kube/written-runs.ts';
 import { systemClock } from '../../../gate/runtime/clock.ts';
 import type { ApplyDeps } from '../../../gate/shell/apply.ts';
 import { Controller } from '../../../gate/shell/controller.ts';
-import { createMetrics } from '../../../gate/shell/metrics.ts';
+import { createMetrics } from '../../../gate/telemetry/metrics.ts';
 import { hook } from '../core/_builders.ts';
 import { fedCache } from './_fed-cache.ts';
 

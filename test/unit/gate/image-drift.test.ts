@@ -13,7 +13,7 @@ import { digestOf, driftText, imageDrift, MAX_RECORDED_DRIFT, newDrift, type Pod
 import { type PodObject, podView, runView } from '../../../gate/kube/cache-views.ts';
 import type { KubeClient } from '../../../gate/kube/kube-client.ts';
 import { startImageDriftWatch } from '../../../gate/shell/image-drift.ts';
-import { createMetrics } from '../../../gate/shell/metrics.ts';
+import { createMetrics } from '../../../gate/telemetry/metrics.ts';
 
 const A = `sha256:${'a'.repeat(64)}`;
 const B = `sha256:${'b'.repeat(64)}`;

@@ -9,7 +9,7 @@
 //
 // Who reports what: every replica counts what it does itself (admissions, requests it sends,
 // replies its sinks take). Transitions (attempts ended, resends, retries, runs released...) are
-// counted by the leader only (gate/shell/observer.ts), and so are the gauges of what is held now,
+// counted by the leader only (gate/telemetry/observer.ts), and so are the gauges of what is held now,
 // computed from the informer caches at scrape time: summed over replicas, nothing counts twice.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterVersions } from '../../api/compatibility.ts';
@@ -19,10 +19,10 @@ import type { BrokerGauge } from '../core/broker-namespace.ts';
 import type { ShellGauge } from '../core/pod-shell.ts';
 import type { RequestObserver } from '../kube/apiserver-agent-pool.ts';
 import { kubeRequestKind } from '../kube/request-kind.ts';
-import type { DriftGauge } from './image-drift.ts';
+import type { DriftGauge } from '../shell/image-drift.ts';
+import type { QueueInstruments } from '../shell/workqueue.ts';
 import { RunObserver } from './observer.ts';
 import { noTracing, type Tracing } from './tracing.ts';
-import type { QueueInstruments } from './workqueue.ts';
 
 /** What the hold gauges read at scrape time: the leader's informer caches. */
 export interface HoldSource {

@@ -8,7 +8,7 @@ import {
   runTraceId,
   startTracing,
   tracingFromEnv,
-} from '../../../gate/shell/tracing.ts';
+} from '../../../../gate/telemetry/tracing.ts';
 
 test('ids are derived from the run, hook and attempt: the same on every replica, different for each attempt', (t) => {
   t.regex(runTraceId('run-1'), /^[0-9a-f]{32}$/);

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { createMetrics } from '../../../gate/shell/metrics.ts';
+import { createMetrics } from '../../../../gate/telemetry/metrics.ts';
 
 const noHolds = { revisions: { list: () => [] }, runs: { get: () => undefined } };
 

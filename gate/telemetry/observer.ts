@@ -16,7 +16,7 @@ export { APPROVAL_ANNOTATION } from '../../api/types.ts';
 
 import { APPROVAL_ANNOTATION } from '../../api/types.ts';
 
-/** What the observer reports to; gate/shell/metrics.ts backs it with prom-client. */
+/** What the observer reports to; gate/telemetry/metrics.ts backs it with prom-client. */
 export interface TransitionSink {
   attemptEnded(hook: string, transport: string, outcome: AttemptOutcome, seconds: number): void;
   resent(hook: string, transport: string): void;

@@ -1,11 +1,11 @@
-// What the observer counts for issue 12: an Audit hook's outcome (what it would have decided), and
+// What the observer counts: an Audit hook's outcome (what it would have decided), and
 // a force-release by the gate as break glass, once.
 import test from 'ava';
-import { decideRevision } from '../../../gate/core/decide-revision.ts';
-import type { Observed } from '../../../gate/core/types.ts';
-import { RunObserver, type TransitionSink } from '../../../gate/shell/observer.ts';
-import type { Tracing } from '../../../gate/shell/tracing.ts';
-import { answer, apply, at, heldRevision, hook, observed } from '../core/_builders.ts';
+import { decideRevision } from '../../../../gate/core/decide-revision.ts';
+import type { Observed } from '../../../../gate/core/types.ts';
+import { RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
+import type { Tracing } from '../../../../gate/telemetry/tracing.ts';
+import { answer, apply, at, heldRevision, hook, observed } from '../../core/_builders.ts';
 
 function recorder() {
   const calls: string[] = [];
