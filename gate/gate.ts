@@ -19,6 +19,10 @@ import { startTriggerReconciler, type TriggerReconcilerHandle } from '../trigger
 import { replyTriggerLookup } from '../triggers/reply-identity.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { labelSelectorMatches } from './core/match.ts';
+import { loadOrCreateKeyRing, watchKeyRing } from './delivery/correlation-keys.ts';
+import { ReplyRecorder } from './delivery/reply-recorder.ts';
+import { RequestSender } from './delivery/request-sender.ts';
+import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './delivery/sa-tokens.ts';
 import type { RequestObserver } from './kube/apiserver-agent-pool.ts';
 import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './kube/caches.ts';
 import { KubeClient, withRequestTimeout } from './kube/kube-client.ts';
@@ -27,13 +31,9 @@ import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './shell/br
 import { Controller } from './shell/controller.ts';
 import { type DrainOptions, trackRequests } from './shell/drain.ts';
 import { type ImageDriftWatch, startImageDriftWatch } from './shell/image-drift.ts';
-import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
 import { LeaderElector } from './shell/leader.ts';
 import { type PodShellCheck, startPodShellCheck } from './shell/pod-shell-check.ts';
 import { type RefusedRollouts, startRefusedRollouts } from './shell/refused-rollouts.ts';
-import { ReplyRecorder } from './shell/replies.ts';
-import { RequestSender } from './shell/requests.ts';
-import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './shell/sa-tokens.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { startTracing, tracingFromEnv } from './telemetry/tracing.ts';
 import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
@@ -80,7 +80,7 @@ export async function startGate(
   });
   const watchFailureMs = (config.watchFailureSeconds ?? DEFAULTS.watchFailureSeconds) * 1000;
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
-  // Rotation without a restart: every replica follows the Secret (gate/shell/keys.ts).
+  // Rotation without a restart: every replica follows the Secret (gate/delivery/correlation-keys.ts).
   const keyWatch = watchKeyRing(kc, config.namespace, keys, log);
   // Every run the gate writes is read back from that write until the watch delivers it, and a
   // stored reply wakes the leader at once: no watch round trip between an answer and the release.

@@ -2,7 +2,7 @@
 // with backoff and the core decides again from what really got written), so "record, then send"
 // holds: a request is never sent unless what records it was stored (a new run's first requests
 // go out once its create, whose spec.startedAt records them, returned). Sends are queued
-// (gate/shell/sender.ts): the network send happens off the reconcile workers, so a hook that
+// (gate/delivery/send-queue.ts): the network send happens off the reconcile workers, so a hook that
 // hangs holds its own send slots, never a worker. Events and the Revision's condition are written
 // in the background too (gate/shell/background.ts): nothing decided waits for them.
 //
@@ -23,13 +23,13 @@ import { CANCEL_FINALIZER, HOLD_LABEL, INJECT_LABEL, REASON_ANNOTATION } from '.
 import type { Intake } from '../../sinks/intake.ts';
 import { type JsonPatchOp, pointer } from '../core/jsonpatch.ts';
 import type { Action } from '../core/types.ts';
+import type { RequestSender } from '../delivery/request-sender.ts';
+import type { HookSends } from '../delivery/send-queue.ts';
 import { isFinished } from '../kube/cache-views.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { crashPoint } from '../runtime/crashpoints.ts';
 import type { BackgroundWrites } from './background.ts';
-import type { RequestSender } from './requests.ts';
-import type { HookSends } from './sender.ts';
 
 /** What stays the same from one reconcile to the next. */
 export interface ApplyDeps {

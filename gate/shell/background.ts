@@ -14,7 +14,7 @@
 // both share, and a burst of 100 replies would otherwise have each release queue at the
 // apiserver behind the Events and conditions of the ones before it. They never wait longer than
 // MAX_YIELD_MS at a stretch, so a foreground that never rests still lets them through.
-import { SendQueue } from './sender.ts';
+import { SendQueue } from '../delivery/send-queue.ts';
 
 export const BACKGROUND_LIMITS = { perHook: 4, overall: 8 };
 export const CONDITION_DELAY_MS = 1_000;

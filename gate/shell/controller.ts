@@ -21,13 +21,13 @@ import {
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
 import { decideRevision, idRunUID } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
+import { HookSends, type SendLimits } from '../delivery/send-queue.ts';
 import { CONFIGURATION_LABEL, isFinished } from '../kube/cache-views.ts';
 import type { Caches } from '../kube/caches.ts';
 import { isNewerVersion } from '../kube/written-runs.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { type ApplyContext, type ApplyDeps, applyActions } from './apply.ts';
 import { BackgroundWrites } from './background.ts';
-import { HookSends, type SendLimits } from './sender.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerOptions {
@@ -39,7 +39,7 @@ export interface ControllerOptions {
   workers: number;
   /** How often every Revision in the cache is reconciled again, events or not (GateConfig.resyncSeconds); 0: never. */
   resyncMs: number;
-  /** Sends in flight per hook and in all (gate/shell/sender.ts); default DEFAULT_SEND_LIMITS. */
+  /** Sends in flight per hook and in all (gate/delivery/send-queue.ts); default DEFAULT_SEND_LIMITS. */
   sendLimits?: SendLimits;
 }
 

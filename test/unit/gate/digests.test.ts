@@ -7,11 +7,11 @@ import { type RevisionObject, type RunObject, resolvedContainers, toRevisionView
 import { type ContainerImage, HOLD_LABEL, PRESTART_CONDITION, type PrestartRunSpec, REASON_ANNOTATION } from '../../../api/types.ts';
 import { renderRunTree } from '../../../cli/prestart/render.ts';
 import { DIGEST_GRACE_MS, decide } from '../../../gate/core/decide.ts';
+import type { HookSends } from '../../../gate/delivery/send-queue.ts';
 import { heldRevisionView, runView } from '../../../gate/kube/cache-views.ts';
 import type { KubeClient } from '../../../gate/kube/kube-client.ts';
 import { type ApplyContext, applyActions, releaseOps } from '../../../gate/shell/apply.ts';
 import type { BackgroundWrites } from '../../../gate/shell/background.ts';
-import type { HookSends } from '../../../gate/shell/sender.ts';
 import {
   answer,
   apply,

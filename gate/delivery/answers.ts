@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Reply } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
 import { deliveryFailureReply, invalidReplyFailure, type RequestRef } from '../core/index.ts';
-import type { SendResult } from './requests.ts';
+import type { SendResult } from './request-sender.ts';
 
 export interface Answer {
   request: RequestRef;

@@ -17,7 +17,7 @@ import { requestRef, sendKey } from '../core/index.ts';
 import { crashPoint } from '../runtime/crashpoints.ts';
 import { ObjectLocks } from '../runtime/object-locks.ts';
 import { takeAnswers } from './answers.ts';
-import type { RequestSender } from './requests.ts';
+import type { RequestSender } from './request-sender.ts';
 
 export interface SendLimits {
   /** Sends to one hook in flight at once. */

@@ -1,9 +1,9 @@
-// Sends leave the reconcile workers and run a few at a time per hook (gate/shell/sender.ts): a hook
+// Sends leave the reconcile workers and run a few at a time per hook (gate/delivery/send-queue.ts): a hook
 // that never answers holds its own slots and no other hook's, one request per Revision and hook
 // waits at a time, and an answer is handed over only while no action list of that Revision runs.
 import test from 'ava';
-import { ObjectLocks } from '../../../gate/runtime/object-locks.ts';
-import { type SendJob, SendQueue } from '../../../gate/shell/sender.ts';
+import { type SendJob, SendQueue } from '../../../../gate/delivery/send-queue.ts';
+import { ObjectLocks } from '../../../../gate/runtime/object-locks.ts';
 
 /** A job that runs until released; records when it started. */
 function gatedJob(hook: string, key: string, started: string[]) {

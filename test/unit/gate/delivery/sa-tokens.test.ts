@@ -1,7 +1,7 @@
-// The gate's own tokens for hooks (gate/shell/sa-tokens.ts): kept per audience, replaced at 80%
+// The gate's own tokens for hooks (gate/delivery/sa-tokens.ts): kept per audience, replaced at 80%
 // of their life, the old one used while a refresh fails and it still lives.
 import test from 'ava';
-import { createTokenSource, REFUSAL_KEPT_MS, refreshAt, refuseApiserverAudiences } from '../../../gate/shell/sa-tokens.ts';
+import { createTokenSource, REFUSAL_KEPT_MS, refreshAt, refuseApiserverAudiences } from '../../../../gate/delivery/sa-tokens.ts';
 
 test('a token is replaced at 80% of its lifetime', (t) => {
   t.is(refreshAt(0, 1000), 800);

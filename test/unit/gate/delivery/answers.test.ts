@@ -2,12 +2,12 @@
 // the sinks use, with the core's rules for refusals and invalid synchronous answers.
 import test from 'ava';
 import pino from 'pino';
-import { requestRef } from '../../../gate/core/index.ts';
-import { takeAnswers } from '../../../gate/shell/answers.ts';
-import { toBinary } from '../../../schemas/index.ts';
-import { createIntake } from '../../../sinks/intake.ts';
-import { completedEvent, recordingOnReply, requestEvent } from '../../support/events.ts';
-import { foreignKeys, keys } from '../../support/keys.ts';
+import { requestRef } from '../../../../gate/core/index.ts';
+import { takeAnswers } from '../../../../gate/delivery/answers.ts';
+import { toBinary } from '../../../../schemas/index.ts';
+import { createIntake } from '../../../../sinks/intake.ts';
+import { completedEvent, recordingOnReply, requestEvent } from '../../../support/events.ts';
+import { foreignKeys, keys } from '../../../support/keys.ts';
 
 const log = pino({ level: 'silent' });
 const request = requestRef({ namespace: 'shop', name: 'web-00002', uid: 'uid-web-00002' }, 'run-uid-web-00002', 'db-migrate', 1);

@@ -1,7 +1,7 @@
 // Sends one request (or cancel) to a hook through the transport its PrestartHook names and says
 // what came back. The sending half only: it never writes the run. A synchronous answer or a
 // refusal goes back to the caller, which hands it to the intake once its action list is applied
-// (gate/shell/answers.ts).
+// (gate/delivery/answers.ts).
 import type { Logger } from 'pino';
 import type { ContainerImage, HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Transports } from '../../emitter/index.ts';
