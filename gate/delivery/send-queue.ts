@@ -8,7 +8,7 @@
 //
 // What a send brings back (a hook's synchronous reply, a refusal) goes to the one reply intake,
 // under the Revision's lock (exclusive): "only the list's own actions write the run while it is
-// applied" (gate/shell/apply.ts) holds for answers that come back later, as it did when the list
+// applied" (gate/controller/apply.ts) holds for answers that come back later, as it did when the list
 // waited for them.
 import type { Logger } from 'pino';
 import type { ContainerImage, HookSnapshot, RevisionView } from '../../api/types.ts';

@@ -15,12 +15,12 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { ClusterVersions } from '../../api/compatibility.ts';
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
+import type { QueueInstruments } from '../controller/workqueue.ts';
 import type { BrokerGauge } from '../core/broker-namespace.ts';
 import type { ShellGauge } from '../core/pod-shell.ts';
 import type { RequestObserver } from '../kube/apiserver-agent-pool.ts';
 import { kubeRequestKind } from '../kube/request-kind.ts';
 import type { DriftGauge } from '../shell/image-drift.ts';
-import type { QueueInstruments } from '../shell/workqueue.ts';
 import { RunObserver } from './observer.ts';
 import { noTracing, type Tracing } from './tracing.ts';
 

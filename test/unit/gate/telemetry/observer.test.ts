@@ -96,7 +96,7 @@ test('a hold removed by someone else while the hook failed is a break-glass rele
 });
 
 test('a hold removed by hand counts as break glass even when the gate still has the condition to write', (t) => {
-  // The Revision's condition is written a second after the state it shows (background.ts): the
+  // The Revision's condition is written a second after the state it shows (background-writes.ts): the
   // reconcile after the hand-made release may still want to write it. That is no release of the gate's.
   const { calls, observer } = recorder();
   let o = observed(heldRevision(['db']), [db]);

@@ -1,24 +1,24 @@
 // The controller's Revisions cache holds the held ones only; an unheld Revision is read from the
-// apiserver only when something may be left to do for it (gate/shell/controller.ts): an unfinished
+// apiserver only when something may be left to do for it (gate/controller/controller.ts): an unfinished
 // run (decide rule 4), the gate's finalizer still on it (rules 1 and 2). Released Revisions with
 // finished runs, the great majority at scale, cost no read at all. The caches are client-node's
 // real ListWatch, fed through their watch callback; the client counts the live reads.
 import type { KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import type { RevisionObject, RunObject } from '../../../api/resources.ts';
-import { CANCEL_FINALIZER, HOLD_LABEL } from '../../../api/types.ts';
-import { snapshotHook } from '../../../gate/core/snapshot.ts';
-import { revisionStub, runView } from '../../../gate/kube/cache-views.ts';
-import type { Caches } from '../../../gate/kube/caches.ts';
-import { RevisionIndex } from '../../../gate/kube/revision-index.ts';
-import { WrittenRuns } from '../../../gate/kube/written-runs.ts';
-import { systemClock } from '../../../gate/runtime/clock.ts';
-import type { ApplyDeps } from '../../../gate/shell/apply.ts';
-import { Controller } from '../../../gate/shell/controller.ts';
-import { createMetrics } from '../../../gate/telemetry/metrics.ts';
-import { hook } from '../core/_builders.ts';
-import { fedCache } from './_fed-cache.ts';
+import type { RevisionObject, RunObject } from '../../../../api/resources.ts';
+import { CANCEL_FINALIZER, HOLD_LABEL } from '../../../../api/types.ts';
+import type { ApplyDeps } from '../../../../gate/controller/apply.ts';
+import { Controller } from '../../../../gate/controller/controller.ts';
+import { snapshotHook } from '../../../../gate/core/snapshot.ts';
+import { revisionStub, runView } from '../../../../gate/kube/cache-views.ts';
+import type { Caches } from '../../../../gate/kube/caches.ts';
+import { RevisionIndex } from '../../../../gate/kube/revision-index.ts';
+import { WrittenRuns } from '../../../../gate/kube/written-runs.ts';
+import { systemClock } from '../../../../gate/runtime/clock.ts';
+import { createMetrics } from '../../../../gate/telemetry/metrics.ts';
+import { hook } from '../../core/_builders.ts';
+import { fedCache } from '../_fed-cache.ts';
 
 async function cacheOf<T extends KubernetesObject>(items: T[]): Promise<ListWatch<T>> {
   return (await fedCache(items)).cache;

@@ -1,7 +1,7 @@
 // The work queue's two lanes: what happened to a key goes before what a timer brought back, the
 // timers' lane still gets every SCHEDULED_TURN-th pick, and a key in both is queued once.
 import test from 'ava';
-import { SCHEDULED_TURN, WorkQueue } from '../../../gate/shell/workqueue.ts';
+import { SCHEDULED_TURN, WorkQueue } from '../../../../gate/controller/workqueue.ts';
 
 async function take(queue: WorkQueue, n: number): Promise<string[]> {
   const keys: string[] = [];

@@ -4,7 +4,7 @@
 // go out once its create, whose spec.startedAt records them, returned). Sends are queued
 // (gate/delivery/send-queue.ts): the network send happens off the reconcile workers, so a hook that
 // hangs holds its own send slots, never a worker. Events and the Revision's condition are written
-// in the background too (gate/shell/background.ts): nothing decided waits for them.
+// in the background too (gate/controller/background-writes.ts): nothing decided waits for them.
 //
 // A release ends the list: the label is off, the Revision starts, and what the core put after it
 // (the run's Released status, the event) is the next reconcile's, decide rule 4 ("finish an
@@ -29,7 +29,7 @@ import { isFinished } from '../kube/cache-views.ts';
 import type { KubeClient } from '../kube/kube-client.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { crashPoint } from '../runtime/crashpoints.ts';
-import type { BackgroundWrites } from './background.ts';
+import type { BackgroundWrites } from './background-writes.ts';
 
 /** What stays the same from one reconcile to the next. */
 export interface ApplyDeps {

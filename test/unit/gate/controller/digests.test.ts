@@ -3,15 +3,15 @@
 // hooks were asked; the release patch tests them; the caches keep what that needs.
 import test from 'ava';
 import pino from 'pino';
-import { type RevisionObject, type RunObject, resolvedContainers, toRevisionView } from '../../../api/resources.ts';
-import { type ContainerImage, HOLD_LABEL, PRESTART_CONDITION, type PrestartRunSpec, REASON_ANNOTATION } from '../../../api/types.ts';
-import { renderRunTree } from '../../../cli/prestart/render.ts';
-import { DIGEST_GRACE_MS, decide } from '../../../gate/core/decide.ts';
-import type { HookSends } from '../../../gate/delivery/send-queue.ts';
-import { heldRevisionView, runView } from '../../../gate/kube/cache-views.ts';
-import type { KubeClient } from '../../../gate/kube/kube-client.ts';
-import { type ApplyContext, applyActions, releaseOps } from '../../../gate/shell/apply.ts';
-import type { BackgroundWrites } from '../../../gate/shell/background.ts';
+import { type RevisionObject, type RunObject, resolvedContainers, toRevisionView } from '../../../../api/resources.ts';
+import { type ContainerImage, HOLD_LABEL, PRESTART_CONDITION, type PrestartRunSpec, REASON_ANNOTATION } from '../../../../api/types.ts';
+import { renderRunTree } from '../../../../cli/prestart/render.ts';
+import { type ApplyContext, applyActions, releaseOps } from '../../../../gate/controller/apply.ts';
+import type { BackgroundWrites } from '../../../../gate/controller/background-writes.ts';
+import { DIGEST_GRACE_MS, decide } from '../../../../gate/core/decide.ts';
+import type { HookSends } from '../../../../gate/delivery/send-queue.ts';
+import { heldRevisionView, runView } from '../../../../gate/kube/cache-views.ts';
+import type { KubeClient } from '../../../../gate/kube/kube-client.ts';
 import {
   answer,
   apply,
@@ -26,7 +26,7 @@ import {
   step,
   T0,
   types,
-} from '../core/_builders.ts';
+} from '../../core/_builders.ts';
 
 const DIGEST_A = `registry.example/app@sha256:${'a'.repeat(64)}`;
 const DIGEST_B = `registry.example/app@sha256:${'b'.repeat(64)}`;

@@ -1,6 +1,6 @@
 // The work queue reports adds, waits and backoff retries, like knative/pkg's workqueue metrics.
 import test from 'ava';
-import { WorkQueue } from '../../../gate/shell/workqueue.ts';
+import { WorkQueue } from '../../../../gate/controller/workqueue.ts';
 
 test('adds, waits and retries are reported; a key already waiting is not added twice', async (t) => {
   const seen = { added: 0, waited: [] as number[], retried: 0 };

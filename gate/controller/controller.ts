@@ -27,7 +27,7 @@ import type { Caches } from '../kube/caches.ts';
 import { isNewerVersion } from '../kube/written-runs.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { type ApplyContext, type ApplyDeps, applyActions } from './apply.ts';
-import { BackgroundWrites } from './background.ts';
+import { BackgroundWrites } from './background-writes.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerOptions {
@@ -85,7 +85,7 @@ export class Controller {
     caches.revisions.on('update', enqueue);
     // A Revision leaves the held cache when its hold comes off: what is left (the run's Released
     // status, the event, decide rule 4) is bookkeeping, done a moment later so that releases
-    // arriving together are not queued behind each other's (gate/shell/apply.ts).
+    // arriving together are not queued behind each other's (gate/controller/apply.ts).
     caches.revisions.on('delete', (rev) => {
       this.released.delete(keyOf(rev));
       this.queue?.addAfter(keyOf(rev), BOOKKEEPING_DELAY_MS);
@@ -114,7 +114,7 @@ export class Controller {
   start(): void {
     if (this.queue) return;
     const queue = new WorkQueue();
-    // Events and conditions wait while something that happened waits to be decided (background.ts).
+    // Events and conditions wait while something that happened waits to be decided (background-writes.ts).
     queue.onBusy = (busy) => this.background.foreground(busy);
     this.queue = queue;
     this.opts.metrics.startTerm(queue);

@@ -3,15 +3,15 @@
 // the run. A run that starts Pending gets its status written right after the create.
 import test from 'ava';
 import pino from 'pino';
-import { type RunObject, toRunView } from '../../../api/resources.ts';
-import { CANCEL_FINALIZER, type PrestartRunSpec, type PrestartRunStatus } from '../../../api/types.ts';
-import { decide, HOOK_CACHE_GRACE_MS } from '../../../gate/core/decide.ts';
-import { runStatusOf } from '../../../gate/core/first-stage.ts';
-import type { HookSends } from '../../../gate/delivery/send-queue.ts';
-import type { KubeClient } from '../../../gate/kube/kube-client.ts';
-import { type ApplyContext, applyActions, releaseOps } from '../../../gate/shell/apply.ts';
-import type { BackgroundWrites } from '../../../gate/shell/background.ts';
-import { heldRevision, hook, observed, T0 } from '../core/_builders.ts';
+import { type RunObject, toRunView } from '../../../../api/resources.ts';
+import { CANCEL_FINALIZER, type PrestartRunSpec, type PrestartRunStatus } from '../../../../api/types.ts';
+import { type ApplyContext, applyActions, releaseOps } from '../../../../gate/controller/apply.ts';
+import type { BackgroundWrites } from '../../../../gate/controller/background-writes.ts';
+import { decide, HOOK_CACHE_GRACE_MS } from '../../../../gate/core/decide.ts';
+import { runStatusOf } from '../../../../gate/core/first-stage.ts';
+import type { HookSends } from '../../../../gate/delivery/send-queue.ts';
+import type { KubeClient } from '../../../../gate/kube/kube-client.ts';
+import { heldRevision, hook, observed, T0 } from '../../core/_builders.ts';
 
 function setup(fail?: 'create' | 'status', hooks = [hook('db'), hook('cache'), hook('warm', { order: 1 })], now = T0) {
   const log: string[] = [];

@@ -2,7 +2,7 @@
 // last saw the record change, never by the holder's renewTime, so a follower whose clock runs
 // ahead of the leader's cannot steal a live lease.
 import test from 'ava';
-import { LeaseObserver } from '../../../gate/shell/leader.ts';
+import { LeaseObserver } from '../../../../gate/controller/leader.ts';
 
 const LEASE_MS = 15_000;
 const record = (renewTime: string, holder = 'gate-a') => ({

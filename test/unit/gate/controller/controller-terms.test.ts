@@ -4,16 +4,16 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import type { RevisionObject, RunObject } from '../../../api/resources.ts';
-import { HOLD_LABEL } from '../../../api/types.ts';
-import type { Cache, Caches } from '../../../gate/kube/caches.ts';
-import { RevisionIndex } from '../../../gate/kube/revision-index.ts';
-import { WrittenRuns } from '../../../gate/kube/written-runs.ts';
-import { systemClock } from '../../../gate/runtime/clock.ts';
-import type { ApplyDeps } from '../../../gate/shell/apply.ts';
-import { Controller } from '../../../gate/shell/controller.ts';
-import { createMetrics } from '../../../gate/telemetry/metrics.ts';
-import { type FedCache, fedCache } from './_fed-cache.ts';
+import type { RevisionObject, RunObject } from '../../../../api/resources.ts';
+import { HOLD_LABEL } from '../../../../api/types.ts';
+import type { ApplyDeps } from '../../../../gate/controller/apply.ts';
+import { Controller } from '../../../../gate/controller/controller.ts';
+import type { Cache, Caches } from '../../../../gate/kube/caches.ts';
+import { RevisionIndex } from '../../../../gate/kube/revision-index.ts';
+import { WrittenRuns } from '../../../../gate/kube/written-runs.ts';
+import { systemClock } from '../../../../gate/runtime/clock.ts';
+import { createMetrics } from '../../../../gate/telemetry/metrics.ts';
+import { type FedCache, fedCache } from '../_fed-cache.ts';
 
 /** A fed cache whose events get a new resourceVersion each, as every write gives them. */
 async function versionedCache<T extends KubernetesObject>(): Promise<FedCache<T>> {

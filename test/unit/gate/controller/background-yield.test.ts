@@ -2,7 +2,7 @@
 // to be decided they are not written, so a burst of releases is not queued at the apiserver
 // behind them; a foreground that never rests still lets them through after maxYieldMs.
 import test from 'ava';
-import { BackgroundWrites } from '../../../gate/shell/background.ts';
+import { BackgroundWrites } from '../../../../gate/controller/background-writes.ts';
 
 function recorder(background: BackgroundWrites) {
   const written: string[] = [];
