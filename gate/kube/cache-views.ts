@@ -162,7 +162,7 @@ function slimStatus(status: PrestartRunStatus): PrestartRunStatus {
   // A cancelled run's Ready message is the hold reason decide() keeps on the Revision (rule 9).
   const conditions = status.phase === 'Cancelled' ? status.conditions.filter((c) => c.type === 'Ready') : NONE;
   const slim: PrestartRunStatus = { phase: intern(status.phase), hooks, conditions };
-  // What drift was recorded: a new leader does not tell it again (gate/shell/image-drift.ts).
+  // What drift was recorded: a new leader does not tell it again (gate/checks/image-drift-check.ts).
   if (status.imageDrift?.length) slim.imageDrift = status.imageDrift;
   return slim;
 }

@@ -8,7 +8,7 @@
 // hold trimmed views (gate/kube/cache-views.ts), lists come in pages, and the Revisions are two
 // informers: the held ones (label-selected, what decide() reads) and a metadata-only stub of
 // every Revision, indexed by Configuration (gate/kube/revision-index.ts) for supersession.
-// The leader also watches the Revisions' pods for image drift (gate/shell/image-drift.ts); that
+// The leader also watches the Revisions' pods for image drift (gate/checks/image-drift-check.ts); that
 // informer never holds up the controller.
 import { CoreV1Api, type KubeConfig, type KubernetesObject, setHeaderOptions, type V1Namespace } from '@kubernetes/client-node';
 import type { Logger } from 'pino';

@@ -15,12 +15,12 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { ClusterVersions } from '../../api/compatibility.ts';
 import type { RevisionObject, RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../api/types.ts';
+import type { DriftGauge } from '../checks/image-drift-check.ts';
 import type { QueueInstruments } from '../controller/workqueue.ts';
 import type { BrokerGauge } from '../core/broker-namespace.ts';
 import type { ShellGauge } from '../core/pod-shell.ts';
 import type { RequestObserver } from '../kube/apiserver-agent-pool.ts';
 import { kubeRequestKind } from '../kube/request-kind.ts';
-import type { DriftGauge } from '../shell/image-drift.ts';
 import { RunObserver } from './observer.ts';
 import { noTracing, type Tracing } from './tracing.ts';
 
@@ -46,11 +46,11 @@ export interface Metrics {
   queue: QueueInstruments;
   /** The hold gauges read `source` while `isLeader()`; called once the caches exist. */
   watch(source: HoldSource, isLeader: () => boolean): void;
-  /** The Broker namespace gauge reads `source` at scrape time while the replica leads (gate/shell/broker-namespaces.ts). */
+  /** The Broker namespace gauge reads `source` at scrape time while the replica leads (gate/checks/broker-namespace-check.ts). */
   brokerNamespaces(source: () => readonly BrokerGauge[]): void;
-  /** The pod shell gauge reads `source` at scrape time while the replica leads (gate/shell/pod-shell-check.ts). */
+  /** The pod shell gauge reads `source` at scrape time while the replica leads (gate/checks/pod-shell-check.ts). */
   podShell(source: () => readonly ShellGauge[]): void;
-  /** The image drift gauge reads `source` at scrape time while the replica leads (gate/shell/image-drift.ts). */
+  /** The image drift gauge reads `source` at scrape time while the replica leads (gate/checks/image-drift-check.ts). */
   imageDrift(source: () => readonly DriftGauge[]): void;
   /** Where the gate runs: prestart_gate_cluster_info{kubernetes, knative_serving} 1 ("unknown" where unread). */
   clusterInfo(versions: ClusterVersions | undefined): void;

@@ -6,14 +6,14 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import type { RunObject } from '../../../api/resources.ts';
-import type { ContainerImage, ImageDriftRecord } from '../../../api/types.ts';
-import { whyParagraph } from '../../../cli/prestart/render.ts';
-import { digestOf, driftText, imageDrift, MAX_RECORDED_DRIFT, newDrift, type PodImages } from '../../../gate/core/drift.ts';
-import { type PodObject, podView, runView } from '../../../gate/kube/cache-views.ts';
-import type { KubeClient } from '../../../gate/kube/kube-client.ts';
-import { startImageDriftWatch } from '../../../gate/shell/image-drift.ts';
-import { createMetrics } from '../../../gate/telemetry/metrics.ts';
+import type { RunObject } from '../../../../api/resources.ts';
+import type { ContainerImage, ImageDriftRecord } from '../../../../api/types.ts';
+import { whyParagraph } from '../../../../cli/prestart/render.ts';
+import { startImageDriftWatch } from '../../../../gate/checks/image-drift-check.ts';
+import { digestOf, driftText, imageDrift, MAX_RECORDED_DRIFT, newDrift, type PodImages } from '../../../../gate/core/drift.ts';
+import { type PodObject, podView, runView } from '../../../../gate/kube/cache-views.ts';
+import type { KubeClient } from '../../../../gate/kube/kube-client.ts';
+import { createMetrics } from '../../../../gate/telemetry/metrics.ts';
 
 const A = `sha256:${'a'.repeat(64)}`;
 const B = `sha256:${'b'.repeat(64)}`;
