@@ -128,7 +128,7 @@ export const DEFAULTS = {
   watchFailureSeconds: 30,
   /**
    * On SIGTERM the gate steps down, then serves until no request came for drainQuietSeconds
-   * (gate/shell/drain.ts): longer than an EndpointSlice and kube-proxy update on a busy node.
+   * (gate/server/drain.ts): longer than an EndpointSlice and kube-proxy update on a busy node.
    * drainMaxSeconds bounds it well inside the pod's 30 s grace period.
    */
   drainQuietSeconds: 5,

@@ -33,7 +33,7 @@ import type { RequestObserver } from './kube/apiserver-agent-pool.ts';
 import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './kube/caches.ts';
 import { KubeClient, withRequestTimeout } from './kube/kube-client.ts';
 import { type Clock, systemClock } from './runtime/clock.ts';
-import { type DrainOptions, trackRequests } from './shell/drain.ts';
+import { type DrainOptions, trackRequests } from './server/drain.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { startTracing, tracingFromEnv } from './telemetry/tracing.ts';
 import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
@@ -57,7 +57,7 @@ export interface RunningGate {
   stamper(): Stamper | undefined;
   /**
    * Stops the gate. With `drain`, first steps down as leader and serves the webhooks and the
-   * sink until they are quiet (gate/shell/drain.ts): what a pod does on SIGTERM.
+   * sink until they are quiet (gate/server/drain.ts): what a pod does on SIGTERM.
    */
   stop(options?: { drain?: DrainOptions }): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { drainDone, trackRequests } from '../../../gate/shell/drain.ts';
+import { drainDone, trackRequests } from '../../../../gate/server/drain.ts';
 
 const o = { quietMs: 5_000, maxMs: 20_000 };
 
