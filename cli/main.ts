@@ -3,7 +3,7 @@
 //
 // A process loads the modules of the command it runs: `knative-prestart gate` registers the gate
 // alone and imports it when it starts; any other command line (help included) registers every
-// command. The gate runs for months and its resident memory counts (issue 14); the commands of
+// command. The gate runs for months and its resident memory counts; the commands of
 // hook authors and admins, and the built-in hooks, do not load the gate.
 import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';

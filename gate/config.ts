@@ -106,9 +106,9 @@ export const DEFAULTS = {
   maxReplyBytes: 64 * 1024,
   /**
    * Revisions reconciled at once. A worker only writes to the apiserver (sends and background
-   * writes are off the workers), so this is how many of the gate's writes are in flight: with 4,
-   * 100 replies at once were released 4 at a time, 3 to 4 times slower than the apiserver takes
-   * 100 PATCHes at once (issue 14, bench/scale.ts).
+   * writes are off the workers), so this is how many of the gate's writes are in flight: too few,
+   * and a burst of replies is released a few at a time, slower than the apiserver takes the same
+   * PATCHes at once (bench/scale.ts measures it).
    */
   workers: 16,
   source: '/apis/prestart.dev/v1alpha1/gate',

@@ -162,7 +162,7 @@ export async function startGate(
   });
   let natsSink: NatsSink | undefined;
   if (config.nats) {
-    // The nats client is loaded only by a gate given NATS (issue 14: what a gate does not use, it does not load).
+    // The nats client is loaded only by a gate given NATS (what a gate does not use, it does not load).
     const { createNatsSink } = await import('../sinks/nats.ts');
     natsSink = createNatsSink({
       ...intake.options,
@@ -209,7 +209,7 @@ export async function startGate(
   // Triggers are wired by the leader only; every hook change asks for a pass.
   let triggers: TriggerReconcilerHandle | undefined;
   const triggerConfig = config.triggers;
-  // So is the check of who may read a Broker's requests (issue 20): at the start of a term, on
+  // So is the check of who may read a Broker's requests: at the start of a term, on
   // every hook change, and every 5 minutes; it reports the gauge and Events, and blocks nothing.
   let brokerCheck: BrokerNamespaceCheck | undefined;
   metrics.brokerNamespaces(() => brokerCheck?.gauges() ?? []);
@@ -423,5 +423,3 @@ function close(server: Server | HttpsServer): Promise<void> {
   server.closeAllConnections();
   return new Promise((resolve) => server.close(() => resolve()));
 }
-
-export type { Caches };

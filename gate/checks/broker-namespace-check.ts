@@ -1,4 +1,4 @@
-// Whose Trigger could read a Broker's requests (issue 20, item 4), the shell: on the leader, at the
+// Whose Trigger could read a Broker's requests, the shell: on the leader, at the
 // start of its term, soon after a PrestartHook changes and every few minutes (bindings change
 // without telling the gate), list the bindings of each Broker's namespace and the
 // ClusterRoleBindings, ask the authorizer about each candidate (gate/core/broker-namespace.ts),

@@ -135,7 +135,7 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
       });
       return;
     case 'setRevisionCondition': {
-      // Knative sorts conditions by type and keeps the ones it does not manage (issue 12). A
+      // Knative sorts conditions by type and keeps the ones it does not manage. A
       // failed write (a status Knative wrote in between: 409) makes the core decide again.
       const { condition } = action;
       ctx.background.latest(`${revision.namespace}/${revision.name}`, () =>
@@ -162,11 +162,11 @@ async function applyOne(action: Action, ctx: ApplyContext): Promise<void> {
 /**
  * The release as a JSON patch guarded by test operations on exactly what it removes, not by the
  * resourceVersion: a held Revision's status keeps changing (Knative's reconciles, the gate's own
- * condition), and a conflict with each of those writes cost the release a round trip or three
- * (issue 14). A finalizer another party added before ours moves ours and fails its test, as a
+ * condition), and a conflict with each of those writes cost the release a round trip or three.
+ * A finalizer another party added before ours moves ours and fails its test, as a
  * hold someone else lifted fails the label's: the patch changes nothing (422) and the core looks again.
  *
- * `containers` (what the run recorded, issue 20): the patch also tests that Knative's status
+ * `containers` (what the run recorded): the patch also tests that Knative's status
  * digests are exactly those, so a status write that lands between the decision (made from the
  * cache) and the release fails the patch, and Knative never builds a Deployment from digests no
  * hook saw. The apiserver applies a patch of the main resource to the whole stored object,

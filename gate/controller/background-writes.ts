@@ -1,16 +1,16 @@
 // Writes no decision waits for, off the reconcile workers: Events (for people) and the
-// Revision's condition (kn's view of the hold, issue 12). A worker that waited for them between
+// Revision's condition (kn's view of the hold). A worker that waited for them between
 // two Revisions' releases would make every release behind it wait too. They run a few at a time,
 // never two for one Revision at once, and a newer condition replaces one still waiting; a
 // condition that could not be written makes the controller look at its Revision again.
 //
-// A condition waits CONDITION_DELAY_MS before it is queued (issue 14): it is for people (`kn
+// A condition waits CONDITION_DELAY_MS before it is queued: it is for people (`kn
 // revision describe`), and a Revision whose hooks answer within that time gets one write, its
 // final state, instead of one per step (each a read and a status patch that would race the
 // release on the apiserver and move the Revision's resourceVersion under it).
 //
 // They also wait while the reconciles have something to do that something happened to (the work
-// queue's first lane: a new Revision, a stored reply; issue 14): the apiserver is the resource
+// queue's first lane: a new Revision, a stored reply): the apiserver is the resource
 // both share, and a burst of 100 replies would otherwise have each release queue at the
 // apiserver behind the Events and conditions of the ones before it. They never wait longer than
 // MAX_YIELD_MS at a stretch, so a foreground that never rests still lets them through.

@@ -221,7 +221,7 @@ export class Controller {
       leaderSince: this.leaderSince,
       sent: run ? this.sends.sentFor(namespace, name, idRunUID(run)) : undefined,
     };
-    // decide(), then the gate's condition on the Revision for kn's view (issue 12).
+    // decide(), then the gate's condition on the Revision for kn's view.
     const decision = decideRevision(observed);
     this.opts.metrics.observer.reconciled(observed, decision);
     if (decision.actions.length > 0) {

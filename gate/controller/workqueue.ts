@@ -2,7 +2,7 @@
 // workqueue: a key is processed by one worker at a time, adding a key that is already waiting
 // is a no-op, and a key added while it is being processed runs once more afterwards.
 //
-// Two lanes (issue 14): what something happened to (an informer event, a stored reply: add())
+// Two lanes: what something happened to (an informer event, a stored reply: add())
 // goes before what a timer brought back (a resend, a deadline, a retry, bookkeeping: addAfter,
 // addRateLimited). 1,000 Revisions whose resends come due together would otherwise queue every
 // new Revision and every answered one behind a second of status writes each. The timers' lane

@@ -25,7 +25,7 @@ export class ReplyRecorder {
     private readonly clock: Clock,
     /**
      * Called once a reply is stored: the leader reconciles the Revision at once, from the run as
-     * written (written-runs.ts), instead of when its watch brings the change (issue 14).
+     * written (written-runs.ts), instead of when its watch brings the change.
      */
     private readonly recorded: (namespace: string, name: string) => void = () => undefined,
   ) {}

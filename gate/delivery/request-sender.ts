@@ -38,7 +38,7 @@ export class RequestSender {
   /**
    * `runUID`: the PrestartRun the request belongs to (see buildRequested). `containers`: what that
    * run recorded (its spec.containers), never read from the Revision here: the hook is asked
-   * about what the run will be released with (issue 20).
+   * about what the run will be released with.
    */
   async send(
     revision: RevisionView,

@@ -7,7 +7,7 @@
 // The requests go out through node:https here, not client-node's node-fetch 2: with a
 // keep-alive agent, node-fetch 2 reports a chunked response as "Premature close" when the
 // socket it came on has already been handed to the next request (its end-of-body check looks
-// at the socket's listeners), which under a burst of replies failed one write in five.
+// at the socket's listeners), which fails writes under a burst of replies.
 import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';

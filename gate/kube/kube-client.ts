@@ -121,7 +121,7 @@ export class KubeClient {
   }
 
   /**
-   * Writes spec.containers on the run (issue 20), failing with 409 when the run changed since `run`
+   * Writes spec.containers on the run, failing with 409 when the run changed since `run`
    * was read (its resourceVersion is the patch's precondition) and with 422 when the run already
    * records containers (the CRD lets spec.containers be set once, nothing else in the spec change).
    */

@@ -1,6 +1,6 @@
 // The PrestartRuns this replica wrote, each kept until its informer has caught up (the idea of
 // client-go's MutationCache). A reconcile that follows a write, most of all the one a recorded
-// reply wakes at once (issue 14: no watch round trip between a hook's answer and the release),
+// reply wakes at once (no watch round trip between a hook's answer and the release),
 // decides from what was written rather than from a cache one watch event behind.
 //
 // Which copy is newer is read from resourceVersion as a number, as client-go's mutation cache

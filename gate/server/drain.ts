@@ -2,8 +2,8 @@
 // receiving requests for a while after SIGTERM: its endpoint leaves the Service only once the
 // EndpointSlice and kube-proxy (or the apiserver's resolver) catch up, and the apiserver's pooled
 // keep-alive connections reach this pod whatever the Service says. Closing at once refuses those
-// requests, and the Revision webhook fails open, so a create the stamp policy refuses (seen in
-// gate-pods-disruption's rollout restart: one create in a hundred). So a draining server:
+// requests, and the Revision webhook fails open, so a create the stamp policy refuses (a rollout
+// restart of the gate's pods shows it). So a draining server:
 //   - answers every request as usual (this listener runs before the app's), with `Connection: close`, so each pooled connection is
 //     dropped after its next answer and the client reconnects through the current Service;
 //   - ends when nothing is in flight and no request arrived for `quietMs`, or after `maxMs`.

@@ -6,15 +6,10 @@
 // (a reply lands on any replica; the leader's informer brings it here). Durations come from the
 // timestamps in the status, not from when this process noticed.
 import type { HookPhase, HookStatus, PrestartRunStatus, RunPhase } from '../../api/types.ts';
-import { HOLD_LABEL } from '../../api/types.ts';
+import { APPROVAL_ANNOTATION, HOLD_LABEL } from '../../api/types.ts';
 import { runStatusOf, sendKey } from '../core/index.ts';
 import type { Decision, Observed } from '../core/types.ts';
 import type { AttemptOutcome, Tracing } from './tracing.ts';
-
-/** The approval hook's verdict annotation (hooks/builtin/approval/decision.ts; the hook kit sits above the gate). */
-export { APPROVAL_ANNOTATION } from '../../api/types.ts';
-
-import { APPROVAL_ANNOTATION } from '../../api/types.ts';
 
 /** What the observer reports to; gate/telemetry/metrics.ts backs it with prom-client. */
 export interface TransitionSink {
@@ -25,7 +20,7 @@ export interface TransitionSink {
   held(seconds: number): void;
   brokenGlass(phase: RunPhase | 'None'): void;
   approvalWaited(verdict: string, seconds: number): void;
-  /** An Audit (shadow) hook's attempt ended: what it would have decided (issue 12). */
+  /** An Audit (shadow) hook's attempt ended: what it would have decided. */
   auditOutcome?(hook: string, outcome: AttemptOutcome): void;
 }
 
@@ -75,7 +70,7 @@ export class RunObserver {
   /**
    * The Revision's run is Released or Cancelled as the cache shows it, and the Revision is not held:
    * no transition of it is left to count, and no view the controller reads can step back behind
-   * that (~600 B a Revision otherwise, kept up to MAX_REMEMBERED; issue 14). Should it be observed
+   * that (otherwise each Revision's entry is kept, up to MAX_REMEMBERED). Should it be observed
    * again (its finalizer, a failed reconcile), it is as new: nothing is counted from that look.
    */
   forget(revisionUID: string): void {
@@ -145,7 +140,7 @@ export class RunObserver {
     if (sameRun && prev.phase === 'Released' && next.phase !== 'Released') next.phase = 'Released';
     if (sameRun && run && next.phase !== prev.phase && status) this.runChanged(o, run.uid, status, now);
 
-    // The gate releasing on an admin's force-release annotation (issue 12) is break glass too.
+    // The gate releasing on an admin's force-release annotation is break glass too.
     if (decided?.forcedRelease && !run?.status?.forcedRelease) this.sink.brokenGlass(run?.status?.phase ?? 'None');
 
     // Unheld while the run neither released nor was cancelled, and the core has nothing to finish:

@@ -11,7 +11,7 @@
 // attempt spans are recorded when they end, with the start time read from the status.
 //
 // The OpenTelemetry SDK (tracing-otel.ts) is loaded only when an endpoint is configured: a gate
-// that exports no spans does not carry it (issue 14, the gate's memory).
+// that exports no spans does not carry it (the gate's memory).
 import { attemptSpanId, formatTraceparent, runTraceId, type Tracing, type TracingConfig } from './trace-context.ts';
 
 export {

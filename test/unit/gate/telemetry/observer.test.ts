@@ -1,10 +1,10 @@
 // The leader's observer, driven by the real core: each reconcile's observation and decision in,
 // the transitions out, once each, with durations read from the status.
 import test from 'ava';
-import { HOLD_LABEL } from '../../../../api/types.ts';
+import { APPROVAL_ANNOTATION, HOLD_LABEL } from '../../../../api/types.ts';
 import { decide } from '../../../../gate/core/decide.ts';
 import type { Decision, Observed } from '../../../../gate/core/types.ts';
-import { APPROVAL_ANNOTATION, RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
+import { RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
 import type { AttemptSpan, RunSpan, Tracing } from '../../../../gate/telemetry/tracing.ts';
 import { answer, apply, at, heldRevision, hook, observed } from '../../core/_builders.ts';
 
