@@ -4,6 +4,9 @@
 // core (api/ and itself, nothing else: no node: builtins, no npm packages); hooks/sdk is what hook
 // authors run, so it reaches only api/ and schemas/. Product code never imports the local cluster
 // (devcluster/), tests, benches or examples; of devcluster/, only devcluster/gate/ runs the product.
+// The gate's shell around its core is in rooms, one job each (README, "Layout"); ROOMS says which
+// rooms each may import, so the rooms stack up with no cycle between them and only gate/gate.ts,
+// the wiring, sees them all.
 
 /** Bottom to top; a layer may import the layers before it in this list, and itself. */
 const LAYERS = ['api', 'schemas', 'emitter|sinks', 'triggers', 'gate', 'hooks', 'cli'];
@@ -15,6 +18,40 @@ const upward = LAYERS.slice(0, -1).map((layer, i) => ({
   severity: 'error',
   from: { path: `^(${layer})/` },
   to: { path: `^(${LAYERS.slice(i + 1).join('|')})/` },
+}));
+
+/**
+ * The rooms of gate/ and what each may import of gate/ besides itself; the layers above say what
+ * they may import outside gate/. gate/core is the pure core (gate-core-pure).
+ */
+const ROOMS = {
+  runtime: { job: 'what every room shares in one process: the clock, crash points, per-object locks', may: [] },
+  kube: { job: 'the apiserver client: writes, the agent pool, informers, caches and what they keep', may: ['core', 'runtime'] },
+  telemetry: {
+    job: 'metrics, the observer and tracing; of controller/ and checks/ it knows only the types of what they report',
+    may: ['core', 'runtime', 'kube', 'controller', 'checks'],
+  },
+  delivery: {
+    job: 'sending requests to hooks and recording what comes back',
+    may: ['core', 'runtime', 'kube', 'telemetry'],
+  },
+  controller: {
+    job: 'the reconcile loop: work queue, leader election, applying the core’s actions',
+    may: ['core', 'runtime', 'kube', 'telemetry', 'delivery'],
+  },
+  checks: { job: 'the leader’s background checks, which report and block nothing', may: ['core', 'runtime', 'kube'] },
+  server: { job: 'the HTTP servers’ plumbing', may: [] },
+  webhooks: { job: 'the admission webhooks and their TLS', may: ['core', 'telemetry', 'config.ts'] },
+};
+
+/** A room is a folder; a file of gate/ (config.ts) is named with its extension. */
+const roomPath = (r) => (r.endsWith('.ts') ? `${r.replace('.', '\\.')}$` : `${r}/`);
+const rooms = Object.entries(ROOMS).map(([room, { job, may }]) => ({
+  name: `gate-${room}-room`,
+  comment: `gate/${room} is ${job}; of gate/ it imports ${may.length ? `${may.join(', ')} and itself` : 'only itself'}`,
+  severity: 'error',
+  from: { path: `^gate/${room}/` },
+  to: { path: '^gate/', pathNot: `^gate/(${[room, ...may].map(roomPath).join('|')})` },
 }));
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -34,6 +71,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^gate/core/' },
       to: { pathNot: '^(api|gate/core)/' },
+    },
+    ...rooms,
+    {
+      name: 'gate-telemetry-reads-types',
+      comment: 'telemetry reports for the controller and the checks: it imports their types, never their code',
+      severity: 'error',
+      from: { path: '^gate/telemetry/' },
+      to: { path: '^gate/(controller|checks)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'hook-sdk-closure',

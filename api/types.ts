@@ -3,7 +3,6 @@
 // nothing of ours; every other layer (the contract, the transports, the gate, the hook kit) builds
 // on it.
 
-export const API_GROUP = 'prestart.dev';
 export const API_VERSION = 'prestart.dev/v1alpha1';
 
 /** Label that holds a Revision (and, copied by Knative, its Deployment) before it may start. */

@@ -152,7 +152,7 @@ const sets: { name: string; modules: string[] }[] = [
 ];
 const extras: { name: string; modules: string[] }[] = [
   { name: 'NATS transport and sink (--nats)', modules: inDist('emitter/nats.js', 'sinks/nats.js') },
-  { name: 'OpenTelemetry SDK (OTLP endpoint set)', modules: inDist('gate/shell/tracing-otel.js') },
+  { name: 'OpenTelemetry SDK (OTLP endpoint set)', modules: inDist('gate/telemetry/tracing-otel.js') },
   {
     name: '@peculiar/x509 (a certificate made)',
     modules: [fromModules('reflect-metadata/Reflect.js'), fromModules('@peculiar/x509/build/x509.es.js')],

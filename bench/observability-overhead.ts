@@ -27,8 +27,8 @@ import { type Prometheus, startPrometheus } from '../devcluster/prometheus.ts';
 import { waitFor } from '../devcluster/wait.ts';
 import { decide } from '../gate/core/index.ts';
 import type { Observed } from '../gate/core/types.ts';
-import { createMetrics } from '../gate/shell/metrics.ts';
-import { startTracing } from '../gate/shell/tracing.ts';
+import { createMetrics } from '../gate/telemetry/metrics.ts';
+import { startTracing } from '../gate/telemetry/tracing.ts';
 import { load, ms, reproduce, retryOnWebhookReset, summarize, table } from './_common.ts';
 
 const { values: args } = parseArgs({ options: { revisions: { type: 'string', default: '40' } } });

@@ -3,7 +3,7 @@
 //
 // A process loads the modules of the command it runs: `knative-prestart gate` registers the gate
 // alone and imports it when it starts; any other command line (help included) registers every
-// command. The gate runs for months and its resident memory counts (issue 14); the commands of
+// command. The gate runs for months and its resident memory counts; the commands of
 // hook authors and admins, and the built-in hooks, do not load the gate.
 import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -164,7 +164,7 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
  * which holds everything until its caches sync.
  */
 async function checkCluster(kc: KubeConfig, log: pino.Logger, allowUnsupported: boolean): Promise<ClusterVersions | undefined> {
-  const { readClusterVersions } = await import('../gate/shell/cluster-versions.ts');
+  const { readClusterVersions } = await import('../gate/kube/cluster-versions.ts');
   let versions: ClusterVersions;
   try {
     versions = await readClusterVersions(kc);

@@ -1,10 +1,9 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 // js-yaml comes with @kubernetes/client-node (its own YAML loader drops fields it has no model
 // for and fails on empty documents, so it cannot read CRDs and mixed manifests faithfully).
 import yaml from 'js-yaml';
-import { isNotFound } from '../api/kube-errors.ts';
 import { kubeRequest, statusMessage } from './kube-request.ts';
 import { waitFor } from './wait.ts';
 
@@ -139,6 +138,6 @@ export async function servesMutatingPolicies(kc: KubeConfig): Promise<boolean> {
     .listClusterCustomObject({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingadmissionpolicies', limit: 1 })
     .then(
       () => true,
-      (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+      (err: unknown) => (err instanceof ApiException && err.code === 404 ? false : Promise.reject(err)),
     );
 }

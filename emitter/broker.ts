@@ -24,7 +24,7 @@
 // Sender identity (Knative Eventing with `authentication-oidc: enabled`): a Broker whose status
 // announces an audience gets `Authorization: Bearer <token>` for that audience, from `bearerFor`
 // (the gate's ServiceAccount token, minted with TokenRequest and refreshed before it expires,
-// gate/shell/sa-tokens.ts), as Knative's own sources send theirs. No audience, no token. A request
+// gate/delivery/sa-tokens.ts), as Knative's own sources send theirs. No audience, no token. A request
 // for which no token can be had now is not sent (retried, then left to the resend): it would only
 // be refused. A 401 drops the cached address, since the Broker's audience may have changed.
 //

@@ -2,7 +2,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterVersions } from '../api/compatibility.ts';
 import type { NatsSecurity } from '../schemas/nats-auth.ts';
-import type { TracingConfig } from './shell/tracing.ts';
+import type { TracingConfig } from './telemetry/tracing.ts';
 
 export interface GateConfig {
   kubeConfig: KubeConfig;
@@ -106,9 +106,9 @@ export const DEFAULTS = {
   maxReplyBytes: 64 * 1024,
   /**
    * Revisions reconciled at once. A worker only writes to the apiserver (sends and background
-   * writes are off the workers), so this is how many of the gate's writes are in flight: with 4,
-   * 100 replies at once were released 4 at a time, 3 to 4 times slower than the apiserver takes
-   * 100 PATCHes at once (issue 14, bench/scale.ts).
+   * writes are off the workers), so this is how many of the gate's writes are in flight: too few,
+   * and a burst of replies is released a few at a time, slower than the apiserver takes the same
+   * PATCHes at once (bench/scale.ts measures it).
    */
   workers: 16,
   source: '/apis/prestart.dev/v1alpha1/gate',
@@ -128,7 +128,7 @@ export const DEFAULTS = {
   watchFailureSeconds: 30,
   /**
    * On SIGTERM the gate steps down, then serves until no request came for drainQuietSeconds
-   * (gate/shell/drain.ts): longer than an EndpointSlice and kube-proxy update on a busy node.
+   * (gate/server/drain.ts): longer than an EndpointSlice and kube-proxy update on a busy node.
    * drainMaxSeconds bounds it well inside the pod's 30 s grace period.
    */
   drainQuietSeconds: 5,

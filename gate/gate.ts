@@ -17,25 +17,25 @@ import type { NatsSink } from '../sinks/nats.ts';
 import { createReplyIdentity, kubeTokenReview } from '../sinks/token-review.ts';
 import { startTriggerReconciler, type TriggerReconcilerHandle } from '../triggers/reconciler.ts';
 import { replyTriggerLookup } from '../triggers/reply-identity.ts';
+import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './checks/broker-namespace-check.ts';
+import { type ImageDriftWatch, startImageDriftWatch } from './checks/image-drift-check.ts';
+import { type PodShellCheck, startPodShellCheck } from './checks/pod-shell-check.ts';
+import { type RefusedRollouts, startRefusedRollouts } from './checks/refused-rollout-retry.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
+import { Controller } from './controller/controller.ts';
+import { LeaderElector } from './controller/leader.ts';
 import { labelSelectorMatches } from './core/match.ts';
-import { type BrokerNamespaceCheck, startBrokerNamespaceCheck } from './shell/broker-namespaces.ts';
-import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './shell/caches.ts';
-import { type Clock, systemClock } from './shell/clock.ts';
-import type { RequestObserver } from './shell/connections.ts';
-import { Controller } from './shell/controller.ts';
-import { type DrainOptions, trackRequests } from './shell/drain.ts';
-import { type ImageDriftWatch, startImageDriftWatch } from './shell/image-drift.ts';
-import { loadOrCreateKeyRing, watchKeyRing } from './shell/keys.ts';
-import { KubeClient, withRequestTimeout } from './shell/kube-client.ts';
-import { LeaderElector } from './shell/leader.ts';
-import { createMetrics, type Metrics } from './shell/metrics.ts';
-import { type PodShellCheck, startPodShellCheck } from './shell/pod-shell-check.ts';
-import { type RefusedRollouts, startRefusedRollouts } from './shell/refused-rollouts.ts';
-import { ReplyRecorder } from './shell/replies.ts';
-import { RequestSender } from './shell/requests.ts';
-import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './shell/sa-tokens.ts';
-import { startTracing, tracingFromEnv } from './shell/tracing.ts';
+import { loadOrCreateKeyRing, watchKeyRing } from './delivery/correlation-keys.ts';
+import { ReplyRecorder } from './delivery/reply-recorder.ts';
+import { RequestSender } from './delivery/request-sender.ts';
+import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiserverAudiences } from './delivery/sa-tokens.ts';
+import type { RequestObserver } from './kube/apiserver-agent-pool.ts';
+import { type Caches, cacheProblems, createCaches, type InformerHealth, syncCaches } from './kube/caches.ts';
+import { KubeClient, withRequestTimeout } from './kube/kube-client.ts';
+import { type Clock, systemClock } from './runtime/clock.ts';
+import { type DrainOptions, trackRequests } from './server/drain.ts';
+import { createMetrics, type Metrics } from './telemetry/metrics.ts';
+import { startTracing, tracingFromEnv } from './telemetry/tracing.ts';
 import { type AdmissionSources, admissionRouter, RetryLater } from './webhooks/admission.ts';
 import { parseLabelSelector } from './webhooks/label-selector.ts';
 import type { Stamper } from './webhooks/stamp-path.ts';
@@ -57,7 +57,7 @@ export interface RunningGate {
   stamper(): Stamper | undefined;
   /**
    * Stops the gate. With `drain`, first steps down as leader and serves the webhooks and the
-   * sink until they are quiet (gate/shell/drain.ts): what a pod does on SIGTERM.
+   * sink until they are quiet (gate/server/drain.ts): what a pod does on SIGTERM.
    */
   stop(options?: { drain?: DrainOptions }): Promise<void>;
 }
@@ -80,7 +80,7 @@ export async function startGate(
   });
   const watchFailureMs = (config.watchFailureSeconds ?? DEFAULTS.watchFailureSeconds) * 1000;
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
-  // Rotation without a restart: every replica follows the Secret (gate/shell/keys.ts).
+  // Rotation without a restart: every replica follows the Secret (gate/delivery/correlation-keys.ts).
   const keyWatch = watchKeyRing(kc, config.namespace, keys, log);
   // Every run the gate writes is read back from that write until the watch delivers it, and a
   // stored reply wakes the leader at once: no watch round trip between an answer and the release.
@@ -163,7 +163,7 @@ export async function startGate(
   });
   let natsSink: NatsSink | undefined;
   if (config.nats) {
-    // The nats client is loaded only by a gate given NATS (issue 14: what a gate does not use, it does not load).
+    // The nats client is loaded only by a gate given NATS (what a gate does not use, it does not load).
     const { createNatsSink } = await import('../sinks/nats.ts');
     natsSink = createNatsSink({
       ...intake.options,
@@ -210,7 +210,7 @@ export async function startGate(
   // Triggers are wired by the leader only; every hook change asks for a pass.
   let triggers: TriggerReconcilerHandle | undefined;
   const triggerConfig = config.triggers;
-  // So is the check of who may read a Broker's requests (issue 20): at the start of a term, on
+  // So is the check of who may read a Broker's requests: at the start of a term, on
   // every hook change, and every 5 minutes; it reports the gauge and Events, and blocks nothing.
   let brokerCheck: BrokerNamespaceCheck | undefined;
   metrics.brokerNamespaces(() => brokerCheck?.gauges() ?? []);
@@ -424,5 +424,3 @@ function close(server: Server | HttpsServer): Promise<void> {
   server.closeAllConnections();
   return new Promise((resolve) => server.close(() => resolve()));
 }
-
-export type { Caches };

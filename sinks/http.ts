@@ -38,8 +38,8 @@ export const SINK_PATHS = ['/', '/events'];
 
 /**
  * Adds the sink's routes to `router`: the gate adds them to its own express app (gate/gate.ts),
- * so a reply passes one router, not an app and a mounted sub-router (issue 14: in paired rounds,
- * a bare handler behind a mounted sub-router ran at 0.89x the same handler on the app).
+ * so a reply passes one router, not an app and a mounted sub-router (a mounted
+ * sub-router is one more routing layer on every reply).
  */
 export function installSinkRoutes(router: IRouter, opts: HttpSinkOptions): void {
   const maxBytes = opts.maxBytes ?? DEFAULT_SINK_MAX_BYTES;

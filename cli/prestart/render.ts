@@ -67,7 +67,7 @@ export function renderRunTree(run: RunObject, now: Date): string {
     `Status:     ${MARK[phase] ?? '?'} ${phase}${status?.summary ? ` (${status.summary} hooks succeeded)` : ''}`,
   ];
   if (ready?.message) lines.push(`Message:    ${ready.message}`);
-  // What the hooks were asked about, and what the Revision is released with (issue 20).
+  // What the hooks were asked about, and what the Revision is released with.
   for (const [i, c] of (run.spec?.containers ?? []).entries()) {
     const what = c.digest ?? `${c.image} (as written: Knative does not resolve its registry)`;
     const label = (i === 0 ? 'Images:' : '').padEnd(12);

@@ -1,11 +1,11 @@
-// Whose Trigger could read a Broker's requests (issue 20, item 4), the pure part: which subjects
+// Whose Trigger could read a Broker's requests, the pure part: which subjects
 // to ask the apiserver about, and what to report from its answers.
 //
 // Whoever may create a Trigger in a Broker's namespace can subscribe to
 // `revision.prestart.requested`, read every request that Broker carries with its correlation id,
-// and answer "succeeded" to the gate's sink: an id is all a reply needs for a hook no sender
-// identity is tied to (docs/brokers.md §5). The gate cannot tell a tenant from an operator among the Users and Groups a namespace
-// binds, but some subjects are never the namespace's own: everyone (system:authenticated,
+// and answer "succeeded" to the gate's sink: an id is all a reply needs for a hook that declares no
+// sender identity (docs/brokers.md §5). The gate cannot tell a tenant from an operator among the
+// Users and Groups a namespace binds, but some subjects are never the namespace's own: everyone (system:authenticated,
 // system:unauthenticated), every ServiceAccount (system:serviceaccounts), and the ServiceAccounts
 // of other namespaces. Those named in the namespace's RoleBindings or in any ClusterRoleBinding
 // are the candidates; the shell asks the apiserver's authorizer about each one (a

@@ -1,4 +1,4 @@
-// What will run (issue 20): a hook is asked about the containers with the digests Knative resolved
+// What will run: a hook is asked about the containers with the digests Knative resolved
 // for them, recorded in the run's spec.containers before the first request goes out, and the
 // Revision is released only while Knative's digests are still those. Knative builds the
 // Deployment from its status digests (resources/deploy.go), which its `edit` role lets a tenant

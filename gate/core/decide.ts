@@ -22,7 +22,7 @@
  * | 7  | held, no run (new, or its run was deleted: the   | createRun: snapshots of the named hooks, spec.startedAt = now: |
  * |    | admin's way to start over)                       | the first stage Requested as step c would write it, implied    |
  * |    |                                                  | (first-stage.ts) and stored by step g; the shell sends         |
- * |    |                                                  | createRun.requests once the create returns: issue 14); a       |
+ * |    |                                                  | createRun.requests once the create returns); a                 |
  * |    |                                                  | hold reason left from before is cleared. A hook not found      |
  * |    |                                                  | (after HOOK_CACHE_GRACE_MS from the create: the apiserver may  |
  * |    |                                                  | stamp from a newer hook list than the cache's) or invalid is   |
@@ -31,7 +31,7 @@
  * |    |                                                  | the same when nothing holds (no hooks, or only Audit ones: the |
  * |    |                                                  | release is rule 11's) or rule 10 will cancel it (superseded).  |
  * |    |                                                  | spec.containers = revision.containers: what the hooks are      |
- * |    |                                                  | asked about (issue 20). Not known yet (Knative has not         |
+ * |    |                                                  | asked about. Not known yet (Knative has not                    |
  * |    |                                                  | resolved every digest): nothing for DIGEST_GRACE_MS after the  |
  * |    |                                                  | Revision's creation (requeue; Knative's status update wakes it |
  * |    |                                                  | sooner), then createRun without containers, Pending, Ready     |
@@ -49,7 +49,7 @@
  * | 11 | held, run in progress                            | the steps below                                                |
  *
  * Rule 11, step by step on a working copy of the status:
- *   0. containers (issue 20). The run records none and Knative has not resolved every digest ->
+ *   0. containers. The run records none and Knative has not resolved every digest ->
  *      only the Ready condition says what it waits for (as rule 7; a Failed run keeps its failure):
  *      nothing is requested, resent, timed out or released, since a request must name what will
  *      run. The run records none and Knative has resolved them -> recordContainers first, before
@@ -241,9 +241,9 @@ function createRun(o: Observed): Decision {
   }
   const spec: PrestartRunSpec = { revisionUID: revision.uid, hooks: snapshots };
   if (!revision.containers) {
-    // Nothing is asked before the run records what will run (issue 20). Knative resolves the
+    // Nothing is asked before the run records what will run. Knative resolves the
     // digests in the background right after the create: a moment's wait keeps the common case
-    // to one create that records the containers and the first requests together (issue 14).
+    // to one create that records the containers and the first requests together.
     const wait = revision.createdAt.getTime() + DIGEST_GRACE_MS - o.now.getTime();
     if (wait > 0) return { actions: [], requeueAfterMs: Math.min(wait, DIGEST_GRACE_MS) };
     // Longer, the run waits, Pending, saying so; rule 11 records the containers once Knative has them.
@@ -305,7 +305,7 @@ function awaitDigests(o: Observed, run: PrestartRunView): Decision {
  * The run created with its first stage already Requested, as rule 11 step c would write it (the
  * spec's startedAt records it; the status is implied until step g or a reply stores it), and those
  * requests for the shell to send once the create returns: no status write and no watch round trip
- * before a hook is asked (issue 14). Undefined when the new run should start
+ * before a hook is asked. Undefined when the new run should start
  * Pending and the next pass take it from there: a blocking hook (rule 11 writes its Warning event
  * and hold reason), nothing that holds (no hooks, or only Audit ones: the release and its event
  * are rule 11's), or a superseded Revision (rule 10 cancels it before anything is asked).
@@ -477,7 +477,7 @@ function advance(o: Observed, run: PrestartRunView): Decision {
     actions.push(...holdReasonActions(o, undefined));
     actions.push(releaseAction(hasContributions(status), containers));
     if (changed) actions.push({ type: 'updateRunStatus', status });
-    actions.push(...sends); // issue 12: Audit hooks requested as the Revision is released (record, then send)
+    actions.push(...sends); // Audit hooks requested as the Revision is released (record, then send)
     events.push(event('Normal', 'Released', ready.message ?? ''));
   } else {
     if (changed) actions.push({ type: 'updateRunStatus', status });

@@ -1,5 +1,5 @@
 // Starting a stage, and the status a new run starts with. A run the gate creates with its first
-// stage requested carries the moment in spec.startedAt (issue 14): the create is the record of
+// stage requested carries the moment in spec.startedAt: the create is the record of
 // those requests, so they go out as soon as it returns, and the status they imply is rebuilt from
 // the spec wherever it is read (decide, applyReply, the kn views) until it is stored. It is stored
 // by the first reply (one write records the request and its answer) or, when no reply came
@@ -42,7 +42,7 @@ export interface SendClock {
 export function startStage(entries: HookEntry[], c: SendClock, sends: Action[]): HookEntry[] {
   // With no blocking hook, every hook below the lowest unfinished order has passed.
   if (entries.some(isBlocking)) return entries;
-  // --- issue 12: Audit (shadow) hooks never make a stage wait; each is requested with the stage
+  // --- Audit (shadow) hooks never make a stage wait; each is requested with the stage
   // of its order, or at once when no Enforce hook of its order or lower is left ---
   const unfinished = entries.filter((e) => isUnfinished(e.status.phase) && !isAudit(e));
   const auditPending = entries.some((e) => isAudit(e) && e.status.phase === 'Pending');

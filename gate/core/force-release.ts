@@ -1,4 +1,4 @@
-// Break glass (issue 12): an admin whom RBAC grants the verb force-release on prestartruns
+// Break glass: an admin whom RBAC grants the verb force-release on prestartruns
 // cluster-wide annotates a held Revision's run (`kn prestart release REV --force --reason TEXT`;
 // the hold policy checks the verb and that the -by annotation names the requester). The gate
 // releases the Revision without its hooks: unfinished hooks are cancelled (and told so), the run

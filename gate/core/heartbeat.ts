@@ -1,4 +1,4 @@
-// Heartbeats for long hooks (issue 12): a hook with spec.heartbeatTimeout must show a sign of life
+// Heartbeats for long hooks: a hook with spec.heartbeatTimeout must show a sign of life
 // (a progress reply) at least that often, so one that died is noticed in minutes while a healthy
 // one may run for hours within `timeout`. The clock starts when the attempt is requested and
 // restarts with each progress reply (HookStatus.lastProgressAt, set by applyReply). Resends do not

@@ -103,10 +103,10 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
     next = { ...current };
     if (message !== undefined) next.message = message;
     if (isProgress(reply.progress)) next.progress = reply.progress;
-    // issue 12: the details link (a URL or a command) of the latest reply that gave one.
+    // The details link (a URL or a command) of the latest reply that gave one.
     const details = detailsOf(reply);
     if (details !== undefined) next.details = details;
-    // issue 12: a hook with a heartbeatTimeout shows it is alive with every progress reply, even an unchanged one.
+    // A hook with a heartbeatTimeout shows it is alive with every progress reply, even an unchanged one.
     if (snapshot.heartbeatTimeoutSeconds) {
       next.lastProgressAt = now.toISOString();
     } else if (next.message === current.message && next.progress === current.progress && next.details === current.details) {

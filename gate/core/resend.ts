@@ -1,6 +1,6 @@
 // Rule 11 step b (decide.ts): a Requested hook's deadline, heartbeat and resends.
 //
-// A resend is not written to the run (issue 14). The request was recorded when its stage started
+// A resend is not written to the run. The request was recorded when its stage started
 // (requestedAt, lastSentAt, deadline); asking again for the same attempt adds nothing a crash
 // could lose, since hooks are idempotent (protocol rule 1) and a new leader asks every hook still
 // Requested once as its term begins. So the leader remembers its own sends (SendClock.sent, this
@@ -59,7 +59,7 @@ export function expired(entry: HookEntry, now: number): HookEntry | undefined {
   const { status, snapshot } = entry;
   if (status.phase !== 'Requested' || !snapshot) return undefined;
   const deadline = deadlineOf(status, snapshot, now);
-  // --- issue 12: a hook silent longer than its heartbeatTimeout times out before its deadline ---
+  // --- a hook silent longer than its heartbeatTimeout times out before its deadline ---
   if (now < deadline) return heartbeatExpired(entry, now);
   return {
     snapshot,
@@ -73,7 +73,7 @@ export function nextWakeup(entries: readonly HookEntry[], c: Pick<SendClock, 'no
   for (const { status, snapshot } of entries) {
     if (status.phase !== 'Requested' || !snapshot) continue;
     next = Math.min(next, deadlineOf(status, snapshot, c.now), resendAtOf(status, snapshot, c) ?? Number.POSITIVE_INFINITY);
-    next = Math.min(next, heartbeatDue(status, snapshot) ?? Number.POSITIVE_INFINITY); // issue 12: heartbeats
+    next = Math.min(next, heartbeatDue(status, snapshot) ?? Number.POSITIVE_INFINITY); // heartbeats
   }
   return Number.isFinite(next) ? Math.max(0, Math.ceil(next - c.now)) : undefined;
 }

@@ -65,7 +65,7 @@ export function isFailure(phase: HookPhase): boolean {
 
 /** Lets later stages and the release go ahead. */
 export function hasPassed(entry: HookEntry): boolean {
-  // issue 12: an Audit (shadow) hook never holds, whatever it answers or whether it answered yet.
+  // An Audit (shadow) hook never holds, whatever it answers or whether it answered yet.
   if (isAudit(entry)) return true;
   const { phase } = entry.status;
   return phase === 'Succeeded' || (isFailure(phase) && policyOf(entry) === 'Ignore');
@@ -105,7 +105,7 @@ export function describeOutcome(status: HookStatus): string {
           ? 'was cancelled'
           : status.phase.toLowerCase();
   const text = status.message ? `hook ${status.name} ${verb}: ${oneLine(status.message, 256)}` : `hook ${status.name} ${verb}`;
-  // The hook's details link (issue 12) goes wherever the outcome is told: run, hold reason, Events.
+  // The hook's details link goes wherever the outcome is told: run, hold reason, Events.
   return status.details ? `${text} (details: ${oneLine(status.details, 256)})` : text;
 }
 

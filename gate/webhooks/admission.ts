@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { type RevisionObject, type RunObject, toRevisionView } from '../../api/resources.ts';
 import { INJECTED_ANNOTATION, type PrestartHook } from '../../api/types.ts';
 import { contributionsOf, type JsonPatchOp, podPatch, pointer, stampRevision } from '../core/index.ts';
-import type { Metrics } from '../shell/metrics.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 
 interface AdmissionRequest {
   uid: string;

@@ -3,7 +3,7 @@
 //
 // Certificates are made with @peculiar/x509, loaded only when one is made (a new install, a
 // renewal): a replica that starts with valid stored certificates reads them with node:crypto
-// alone and never loads it (with tsyringe and reflect-metadata, ~3 MiB of heap; issue 14).
+// alone and never loads it (nor tsyringe and reflect-metadata, which it brings).
 import { createPrivateKey, X509Certificate as NodeX509Certificate, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
 import type * as X509 from '@peculiar/x509';

@@ -57,7 +57,7 @@ export function createJobHandler(opts: BuiltinHookOptions): HookHandler {
     });
     const name = manifest.metadata?.name ?? '';
     const job = { namespace, name, where: `${namespace}/${name}` };
-    // The details link of every reply (issue 12): the command that prints this Job's logs.
+    // The details link of every reply: the command that prints this Job's logs.
     const logs = `kubectl logs job/${name} -n ${namespace} --all-containers`;
     const retry = `kubectl annotate prestartrun ${req.revision.name} -n ${namespace} prestart.dev/retry=$(date +%s) --overwrite`;
     // Until the Job is ours (created or adopted), a cancel deletes whatever Job holds the name, as

@@ -9,7 +9,7 @@ import { type HookServer, type ReceivedRequest, startHookServer } from '../../..
 import type { HookOverrides } from '../../../devcluster/gate/hooks.ts';
 import { asyncReply, completedFor } from '../../../devcluster/gate/replies.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
+import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { buildCompleted, KeyRing, toBinary, toStructured } from '../../../schemas/index.ts';
 
 let env: GateEnv;

@@ -6,7 +6,7 @@ import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import { judgeCluster, KNATIVE_REVISION_CRD } from '../../../api/compatibility.ts';
 import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
-import { readClusterVersions } from '../../../gate/shell/cluster-versions.ts';
+import { readClusterVersions } from '../../../gate/kube/cluster-versions.ts';
 
 const GROUP = `compat${process.pid}.prestart.test`;
 const CRD = `revisions.${GROUP}`;

@@ -1,6 +1,6 @@
 // kill -9 of the gate at the worst moments, then a restart: nothing is lost, and the Revision is
 // released exactly when its hook succeeded. The gate runs as its own process (the CLI) and dies
-// by SIGKILL at a named crash point (KNATIVE_PRESTART_CRASH_AT, see gate/shell/crashpoints.ts).
+// by SIGKILL at a named crash point (KNATIVE_PRESTART_CRASH_AT, see gate/runtime/crashpoints.ts).
 import test from 'ava';
 import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';

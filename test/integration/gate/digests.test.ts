@@ -12,7 +12,7 @@ import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/
 import { asyncReply } from '../../../devcluster/gate/replies.ts';
 import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { statusDigestTests } from '../../../gate/shell/apply.ts';
+import { statusDigestTests } from '../../../gate/controller/apply.ts';
 
 const IMAGE = 'dev.local/demo/app:v1';
 const DIGEST_A = `dev.local/demo/app@sha256:${'a'.repeat(64)}`;

@@ -8,7 +8,7 @@ import test from 'ava';
 import pino from 'pino';
 import { sharedCluster } from '../../../devcluster/shared.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { trackedInformer } from '../../../gate/shell/informer.ts';
+import { trackedInformer } from '../../../gate/kube/informer.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 
 let admin: KubeConfig;

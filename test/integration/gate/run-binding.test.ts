@@ -10,7 +10,7 @@ import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-
 import { asyncReply, completedFor } from '../../../devcluster/gate/replies.ts';
 import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { CORRELATION_SECRET, keysOf } from '../../../gate/shell/keys.ts';
+import { CORRELATION_SECRET, keysOf } from '../../../gate/delivery/correlation-keys.ts';
 import { buildCompleted, KeyRing, toBinary } from '../../../schemas/index.ts';
 
 let env: GateEnv;

@@ -9,7 +9,7 @@ import test from 'ava';
 import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type Jaeger, type JaegerSpan, startJaeger } from '../../../devcluster/jaeger.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { attemptSpanId, runSpanId, runTraceId } from '../../../gate/shell/tracing.ts';
+import { attemptSpanId, runSpanId, runTraceId } from '../../../gate/telemetry/tracing.ts';
 import { type HookServer, serveHook, succeed } from '../../../hooks/sdk/index.ts';
 
 let jaeger: Jaeger;

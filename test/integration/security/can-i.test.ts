@@ -13,7 +13,7 @@ import test from 'ava';
 import type { Cluster } from '../../../devcluster/control-plane.ts';
 import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
 import { KNATIVE_CONTROLLER_USER } from '../../../devcluster/knative-serving.ts';
-import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
+import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { WEBHOOK_CERT_SECRET } from '../../../gate/webhooks/certs.ts';
 import { bindHooksIn, installBuiltinConfig } from '../builtin/_support.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';

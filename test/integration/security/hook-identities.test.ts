@@ -9,7 +9,7 @@ import test from 'ava';
 import { statusOf } from '../../../api/kube-errors.ts';
 import type { GateEnv } from '../../../devcluster/gate/env.ts';
 import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { CORRELATION_SECRET } from '../../../gate/shell/keys.ts';
+import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { certSecretName } from '../../../gate/webhooks/tls.ts';
 import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from '../builtin/_support.ts';
 

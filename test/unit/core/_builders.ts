@@ -86,7 +86,7 @@ export function observed(rev: RevisionView, hooks: PrestartHook[], overrides: Pa
 
 /**
  * Applies the actions as the shell would. A send is remembered in Observed.sent at the
- * observation's time, as the leader remembers what it sent this term (gate/shell/sender.ts);
+ * observation's time, as the leader remembers what it sent this term (gate/delivery/send-queue.ts);
  * events change nothing observable here.
  */
 export function apply(o: Observed, actions: readonly Action[]): Observed {

@@ -29,7 +29,7 @@ function started(hooks: ReturnType<typeof hook>[], overrides: Partial<Observed> 
 }
 
 test('every request and cancel names the run it belongs to', (t) => {
-  // The first request is named by the shell, with the UID the create returns (gate/shell/apply.ts).
+  // The first request is named by the shell, with the UID the create returns (gate/controller/apply.ts).
   const o = started([hook('db')]);
   const resent = decide({ ...o, now: at(20) });
   t.deepEqual(
