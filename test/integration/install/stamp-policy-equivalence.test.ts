@@ -266,6 +266,36 @@ test.serial(
   },
 );
 
+test.serial('a Revision that comes with more than 64 finalizers is refused, saying why, not evaluated once per hook', async (t) => {
+  const c = (n: number): Case => ({
+    index: 9000 + n,
+    namespace: 'corp-gold',
+    labels: {},
+    annotations: {},
+    finalizers: Array.from({ length: n }, (_, i) => `example.com/f${i}`),
+  });
+  const most = await admitted(c(64));
+  t.is(most.labels[HOLD_LABEL], 'true', '64: stamped and held');
+  t.deepEqual(most, byWebhook(c(64)));
+  const refusal = await custom
+    .createNamespacedCustomObject({ ...REVISIONS, namespace: 'corp-gold', body: revisionOf(c(65)), dryRun: 'All' })
+    .then(
+      () => 'admitted',
+      (err: { body?: unknown }) => String(err.body),
+    );
+  t.regex(refusal, /matches PrestartHook [a-z-]+ and carries 66 finalizers with the gate's own; at most 65 are stamped/);
+  // Tens of thousands, as a tenant may send in one create: refused at once, never admitted unheld.
+  const started = Date.now();
+  const many = await custom
+    .createNamespacedCustomObject({ ...REVISIONS, namespace: 'corp-gold', body: revisionOf(c(50_000)), dryRun: 'All' })
+    .then(
+      () => 'admitted',
+      (err: { body?: unknown }) => String(err.body),
+    );
+  t.regex(many, /carries 50000 finalizers with the gate's own; at most 65 are stamped/);
+  t.log(`50,000 finalizers refused in ${Date.now() - started} ms`);
+});
+
 test.serial('a PrestartHook may not match on the keys the stamp writes', async (t) => {
   const refused = async (match: Match) =>
     custom
