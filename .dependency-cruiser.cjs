@@ -33,15 +33,21 @@ const ROOMS = {
   },
   delivery: {
     job: 'sending requests to hooks and recording what comes back',
-    may: ['core', 'runtime', 'kube', 'telemetry'],
+    may: ['core', 'runtime', 'kube', 'telemetry', 'config.ts'],
   },
   controller: {
     job: 'the reconcile loop: work queue, leader election, applying the core’s actions',
     may: ['core', 'runtime', 'kube', 'telemetry', 'delivery'],
   },
-  checks: { job: 'the leader’s background checks, which report and block nothing', may: ['core', 'runtime', 'kube'] },
-  server: { job: 'the HTTP servers’ plumbing', may: [] },
-  webhooks: { job: 'the admission webhooks and their TLS', may: ['core', 'telemetry', 'config.ts'] },
+  checks: {
+    job: 'what a leader runs beside the controller: the reply Triggers, and checks that report and block nothing',
+    may: ['core', 'runtime', 'kube'],
+  },
+  server: { job: 'the HTTP servers’ plumbing and probes; the probes read the informers’ health', may: ['kube'] },
+  webhooks: {
+    job: 'the admission webhooks, what they read, and their TLS',
+    may: ['core', 'kube', 'telemetry', 'config.ts'],
+  },
 };
 
 /** A room is a folder; a file of gate/ (config.ts) is named with its extension. */

@@ -21,6 +21,7 @@ import {
 import { HOLD_LABEL, type PrestartHook } from '../../api/types.ts';
 import { decideRevision, idRunUID } from '../core/index.ts';
 import type { Observed } from '../core/types.ts';
+import type { ReplyRecorder } from '../delivery/reply-recorder.ts';
 import { HookSends, type SendLimits } from '../delivery/send-queue.ts';
 import { CONFIGURATION_LABEL, isFinished } from '../kube/cache-views.ts';
 import type { Caches } from '../kube/caches.ts';
@@ -41,6 +42,8 @@ export interface ControllerOptions {
   resyncMs: number;
   /** Sends in flight per hook and in all (gate/delivery/send-queue.ts); default DEFAULT_SEND_LIMITS. */
   sendLimits?: SendLimits;
+  /** Where replies are stored (gate/delivery/reply-recorder.ts): each stored reply wakes its Revision at once. */
+  replies?: Pick<ReplyRecorder, 'onRecorded'>;
 }
 
 /** How soon a held Revision whose namespace the cache does not know yet is looked at again. */
@@ -81,6 +84,7 @@ export class Controller {
     const { caches, apply, log } = opts;
     this.sends = new HookSends({ sender: apply.sender, intake: apply.intake, log, limits: opts.sendLimits });
     const enqueue = (obj: Keyed) => this.queue?.add(keyOf(obj));
+    opts.replies?.onRecorded((namespace, name) => this.wake(namespace, name));
     caches.revisions.on('add', enqueue);
     caches.revisions.on('update', enqueue);
     // A Revision leaves the held cache when its hold comes off: what is left (the run's Released

@@ -90,8 +90,8 @@
  *   e. Released: [setHoldReason(undefined) if set], release(inject, containers), updateRunStatus,
  *      Normal Released. Release goes first so the Revision starts as early as possible; a crash
  *      before the status write is finished by rule 4 (or rule 8 if the informer is stale). The
- *      release patch tests that Knative's status digests are still spec.containers (apply.ts
- *      releaseOps), so a status write racing the decision fails it and the core looks again.
+ *      release patch tests that Knative's status digests are still spec.containers
+ *      (release-patch.ts), so a status write racing the decision fails it and the core looks again.
  *      Otherwise: updateRunStatus (only when it differs from the observed status), the sends
  *      (record, then send: a reply can never arrive for an attempt the status does not know),
  *      setHoldReason (failure line with the retry command when Failed, cleared otherwise; only

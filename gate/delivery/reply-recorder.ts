@@ -23,12 +23,19 @@ export class ReplyRecorder {
     private readonly cachedRun: (namespace: string, name: string) => RunObject | undefined,
     private readonly log: Logger,
     private readonly clock: Clock,
-    /**
-     * Called once a reply is stored: the leader reconciles the Revision at once, from the run as
-     * written (written-runs.ts), instead of when its watch brings the change.
-     */
-    private readonly recorded: (namespace: string, name: string) => void = () => undefined,
   ) {}
+
+  private recorded: (namespace: string, name: string) => void = () => undefined;
+
+  /**
+   * Called once a reply is stored: the leader reconciles the Revision at once, from the run as
+   * written (written-runs.ts), instead of when its watch brings the change. Set after
+   * construction because the one who listens, the controller, is built on the intake that calls
+   * record(): the two need each other, so the controller subscribes once it exists.
+   */
+  onRecorded(listener: (namespace: string, name: string) => void): void {
+    this.recorded = listener;
+  }
 
   /** Resolves once the reply is stored (or known to change nothing); throws on transient errors. */
   async record(reply: Reply): Promise<ReplyDisposition> {

@@ -175,6 +175,9 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
   const servingAll = Object.values(serving);
   const leadingAll = [...Object.values(leading), drift.pods] as TrackedInformer<KubernetesObject>[];
   let leadingStarted: Promise<void> | undefined;
+  // Every run the gate writes is read back from that write until the watch delivers it.
+  const written = new WrittenRuns(serving.runs.cache, runView);
+  client.onRunWritten = (run) => written.note(run);
   return {
     revisions: leading.revisions.cache,
     revisionStubs: leading.revisionStubs.cache,
@@ -182,7 +185,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
     routes: leading.routes.cache,
     hooks: serving.hooks.cache,
     runs: serving.runs.cache,
-    written: new WrittenRuns(serving.runs.cache, runView),
+    written,
     namespaces: serving.namespaces.cache,
     pods: drift.pods.cache,
     health: () => [...servingAll, ...leadingAll.filter((i) => leadingStarted && i.health().listed)].map((i) => i.health()),

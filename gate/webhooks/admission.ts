@@ -10,8 +10,9 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { type RevisionObject, type RunObject, toRevisionView } from '../../api/resources.ts';
-import { INJECTED_ANNOTATION, type PrestartHook } from '../../api/types.ts';
-import { contributionsOf, type JsonPatchOp, podPatch, pointer, stampRevision } from '../core/index.ts';
+import type { PrestartHook } from '../../api/types.ts';
+import { deploymentTemplatePatch, type PodTemplateLike } from '../core/deployment-patch.ts';
+import { contributionsOf, type JsonPatchOp, type PodView, podPatch, stampRevision } from '../core/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 interface AdmissionRequest {
@@ -52,8 +53,6 @@ export interface AdmissionSources {
   namespaceLabels(namespace: string): Promise<Record<string, string> | undefined>;
   run(namespace: string, name: string): Promise<RunObject | undefined>;
 }
-
-export type PodSpecLike = Parameters<typeof podPatch>[0];
 
 const MAX_REVIEW_BYTES = 3 * 1024 * 1024;
 
@@ -130,7 +129,7 @@ async function admitRevision(req: AdmissionRequest, sources: AdmissionSources): 
 
 async function admitPod(req: AdmissionRequest, sources: AdmissionSources, bindingRoot: string): Promise<Omit<AdmissionResponse, 'uid'>> {
   if (req.operation !== 'CREATE' || !req.object) return { allowed: true };
-  const pod = req.object as PodSpecLike & { metadata?: { labels?: Record<string, string> } };
+  const pod = req.object as PodView & { metadata?: { labels?: Record<string, string> } };
   const revisionName = pod.metadata?.labels?.['serving.knative.dev/revision'];
   const namespace = req.namespace ?? '';
   if (!revisionName) return { allowed: true };
@@ -141,14 +140,10 @@ async function admitPod(req: AdmissionRequest, sources: AdmissionSources, bindin
 
 type DeploymentLike = {
   metadata?: { labels?: Record<string, string> };
-  spec?: { template?: { metadata?: { annotations?: Record<string, string> }; spec?: PodSpecLike['spec'] } };
+  spec?: { template?: Partial<PodTemplateLike> };
 };
 
-/**
- * Knative creates a released Revision's Deployment (or replaces its pod spec): the bindings go
- * into the pod template, marked with the run's uid, and Knative keeps that template, since it
- * compares its deployment-hash label rather than the spec. Every pod of it then has them.
- */
+/** Knative creates a released Revision's Deployment (or replaces its pod spec): its template gets the bindings. */
 async function admitDeployment(
   req: AdmissionRequest,
   sources: AdmissionSources,
@@ -161,22 +156,8 @@ async function admitDeployment(
   if (!revisionName || !template?.spec) return { allowed: true };
   const { run, denial } = await runWithBindings(sources, req.namespace ?? '', revisionName, 'Deployment');
   if (!run) return denial;
-  // The pod patch, moved from the pod's root to the template's.
-  const patch = podPatch({ spec: template.spec }, contributionsOf(run.status), bindingRoot).map((op) => ({
-    ...op,
-    path: `/spec/template${op.path}`,
-  }));
   const marker = run.metadata?.uid ?? 'unknown';
-  if (template.metadata?.annotations === undefined || Object.keys(template.metadata.annotations).length === 0) {
-    patch.push({
-      op: 'add',
-      path: template.metadata ? '/spec/template/metadata/annotations' : '/spec/template/metadata',
-      value: template.metadata ? { [INJECTED_ANNOTATION]: marker } : { annotations: { [INJECTED_ANNOTATION]: marker } },
-    });
-  } else if (template.metadata.annotations[INJECTED_ANNOTATION] !== marker) {
-    patch.push({ op: 'add', path: pointer('spec', 'template', 'metadata', 'annotations', INJECTED_ANNOTATION), value: marker });
-  }
-  return patchResponse(patch);
+  return patchResponse(deploymentTemplatePatch({ ...template, spec: template.spec }, contributionsOf(run.status), bindingRoot, marker));
 }
 
 /** The run holding a released Revision's bindings, or the denial to answer without it (fail closed). */

@@ -12,7 +12,7 @@ import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/
 import { asyncReply } from '../../../devcluster/gate/replies.ts';
 import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
-import { statusDigestTests } from '../../../gate/controller/apply.ts';
+import { statusDigestTests } from '../../../gate/core/release-patch.ts';
 
 const IMAGE = 'dev.local/demo/app:v1';
 const DIGEST_A = `dev.local/demo/app@sha256:${'a'.repeat(64)}`;
@@ -165,7 +165,7 @@ test.serial(
   'a JSON patch of a Revision (the main resource) tests its status: a release patch racing a status write fails whole',
   async (t) => {
     // A Revision no hook holds: the patch here is the admin's, to show what the apiserver does with a
-    // test operation on /status in a patch of the main resource (the release's guard, apply.ts).
+    // test operation on /status in a patch of the main resource (the release's guard, release-patch.ts).
     await env.createRevision('race-00001', { containerStatuses: [{ name: 'user-container', imageDigest: DIGEST_A }] });
     const patch = (containers: ContainerImage[]) =>
       env.custom

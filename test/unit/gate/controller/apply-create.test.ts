@@ -4,8 +4,8 @@
 import test from 'ava';
 import pino from 'pino';
 import { type RunObject, toRunView } from '../../../../api/resources.ts';
-import { CANCEL_FINALIZER, type PrestartRunSpec, type PrestartRunStatus } from '../../../../api/types.ts';
-import { type ApplyContext, applyActions, releaseOps } from '../../../../gate/controller/apply.ts';
+import type { PrestartRunSpec, PrestartRunStatus } from '../../../../api/types.ts';
+import { type ApplyContext, applyActions } from '../../../../gate/controller/apply.ts';
 import type { BackgroundWrites } from '../../../../gate/controller/background-writes.ts';
 import { decide, HOOK_CACHE_GRACE_MS } from '../../../../gate/core/decide.ts';
 import { runStatusOf } from '../../../../gate/core/first-stage.ts';
@@ -67,20 +67,4 @@ test('a run that starts Pending (a hook not found) has its status written right 
   t.is(await applyActions(actions, ctx), 'all');
   t.deepEqual(log, ['create', 'status']);
   t.is(ctx.run?.status?.phase, 'Pending');
-});
-
-test('the release patch tests exactly what it removes: the hold label and the gate finalizer at its index', (t) => {
-  const revision = {
-    ...heldRevision(['db']),
-    finalizers: ['someone.else/keep', CANCEL_FINALIZER],
-  };
-  t.deepEqual(releaseOps(revision, true), [
-    { op: 'test', path: '/metadata/labels/prestart.dev~1hold', value: 'true' },
-    { op: 'remove', path: '/metadata/labels/prestart.dev~1hold' },
-    { op: 'add', path: '/metadata/labels/prestart.dev~1inject', value: 'true' },
-    { op: 'add', path: '/metadata/annotations/prestart.dev~1reason', value: '' },
-    { op: 'remove', path: '/metadata/annotations/prestart.dev~1reason' },
-    { op: 'test', path: '/metadata/finalizers/1', value: CANCEL_FINALIZER },
-    { op: 'remove', path: '/metadata/finalizers/1' },
-  ]);
 });

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { type RevisionObject, type RunObject, resolvedContainers, toRevisionView } from '../../../../api/resources.ts';
 import { type ContainerImage, HOLD_LABEL, PRESTART_CONDITION, type PrestartRunSpec, REASON_ANNOTATION } from '../../../../api/types.ts';
 import { renderRunTree } from '../../../../cli/prestart/render.ts';
-import { type ApplyContext, applyActions, releaseOps } from '../../../../gate/controller/apply.ts';
+import { type ApplyContext, applyActions } from '../../../../gate/controller/apply.ts';
 import type { BackgroundWrites } from '../../../../gate/controller/background-writes.ts';
 import { DIGEST_GRACE_MS, decide } from '../../../../gate/core/decide.ts';
 import type { HookSends } from '../../../../gate/delivery/send-queue.ts';
@@ -196,24 +196,6 @@ test('a run of an earlier release (no containers, hook already asked) records th
   const r = decide({ ...answered, now: at(10) });
   t.deepEqual(types(r).slice(0, 2), ['recordContainers', 'release']);
   t.deepEqual(ofType(r, 'release')[0]?.containers, CONTAINERS);
-});
-
-test('the release patch tests Knative’s status digests, position by position, before it changes anything', (t) => {
-  const containers: ContainerImage[] = [
-    { name: 'user-container', image: 'registry.example/app:v1', digest: DIGEST_A },
-    { name: 'sidecar', image: 'dev.local/sidecar:v1' },
-    { name: 'migrate', image: 'registry.example/migrate:v1', digest: DIGEST_B, init: true },
-  ];
-  const ops = releaseOps(heldRevision(['scan']), false, containers);
-  t.deepEqual(ops.slice(0, 3), [
-    { op: 'test', path: '/status/containerStatuses', value: [{ name: 'user-container', imageDigest: DIGEST_A }, { name: 'sidecar' }] },
-    { op: 'test', path: '/status/initContainerStatuses', value: [{ name: 'migrate', imageDigest: DIGEST_B }] },
-    { op: 'test', path: '/metadata/labels/prestart.dev~1hold', value: 'true' },
-  ]);
-  t.false(
-    releaseOps(heldRevision(['scan']), false).some((op) => op.path.startsWith('/status')),
-    'no containers (break glass, an earlier run): no status test',
-  );
 });
 
 const knativeRevision = (status: RevisionObject['status']): RevisionObject => ({
