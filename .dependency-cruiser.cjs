@@ -1,15 +1,18 @@
 // The layering rule of the house, checked by `npm run lint` (README, "Layout"): imports point down.
-//   api < schemas < emitter | sinks < triggers < gate < hooks < cli
-// emitter and sinks are siblings and never import each other. Inside gate/, gate/core is the pure
-// core (api/ and itself, nothing else: no node: builtins, no npm packages); hooks/sdk is what hook
-// authors run, so it reaches only api/ and schemas/. Product code never imports the local cluster
-// (devcluster/), tests, benches or examples; of devcluster/, only devcluster/gate/ runs the product.
+//   api < schemas < transport < emitter | sinks < triggers < gate < hooks < cli
+// api/ and schemas/ are the contract: types, schemas, codecs and names, no network client.
+// transport/ holds the clients (HTTP POST, NATS JetStream) and the retry
+// loop every sender shares, and imports only the contract. emitter and sinks are siblings and never
+// import each other. Inside gate/, gate/core is the pure core (api/ and itself, nothing else: no
+// node: builtins, no npm packages); hooks/sdk is what hook authors run, so it reaches only the
+// contract and transport/. Product code never imports the local cluster (devcluster/), tests,
+// benches or examples; of devcluster/, only devcluster/gate/ runs the product.
 // The gate's shell around its core is in rooms, one job each (README, "Layout"); ROOMS says which
 // rooms each may import, so the rooms stack up with no cycle between them and only gate/gate.ts,
 // the wiring, sees them all.
 
 /** Bottom to top; a layer may import the layers before it in this list, and itself. */
-const LAYERS = ['api', 'schemas', 'emitter|sinks', 'triggers', 'gate', 'hooks', 'cli'];
+const LAYERS = ['api', 'schemas', 'transport', 'emitter|sinks', 'triggers', 'gate', 'hooks', 'cli'];
 const PRODUCT = LAYERS.join('|');
 
 const upward = LAYERS.slice(0, -1).map((layer, i) => ({
@@ -82,10 +85,10 @@ module.exports = {
     },
     {
       name: 'hook-sdk-closure',
-      comment: "hooks/sdk is the hook author's kit: it imports only api/, schemas/ and itself, directly or not",
+      comment: "hooks/sdk is the hook author's kit: it imports only api/, schemas/, transport/ and itself, directly or not",
       severity: 'error',
       from: { path: '^hooks/sdk/' },
-      to: { path: `^(${PRODUCT})/`, pathNot: '^(api|schemas|hooks/sdk)/', reachable: true },
+      to: { path: `^(${PRODUCT})/`, pathNot: '^(api|schemas|transport|hooks/sdk)/', reachable: true },
     },
     {
       name: 'product-imports-non-product',
