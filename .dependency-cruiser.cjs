@@ -1,7 +1,7 @@
 // The layering rule of the house, checked by `npm run lint` (README, "Layout"): imports point down.
 //   api < schemas < transport < emitter | sinks < triggers < gate < hooks < cli
-// api/ and schemas/ are the contract: types, schemas, codecs and names, no network client.
-// transport/ holds the clients (HTTP POST, NATS JetStream) and the retry
+// api/ and schemas/ are the contract and pure: types, schemas, codecs and names, no network client
+// (contract-no-network). transport/ holds the clients (HTTP POST, NATS JetStream) and the retry
 // loop every sender shares, and imports only the contract. emitter and sinks are siblings and never
 // import each other. Inside gate/, gate/core is the pure core (api/ and itself, nothing else: no
 // node: builtins, no npm packages); hooks/sdk is what hook authors run, so it reaches only the
@@ -67,6 +67,25 @@ module.exports = {
       severity: 'error',
       from: { path: '^(emitter|sinks)/' },
       to: { path: '^(emitter|sinks)/', pathNot: '^$1/' },
+    },
+    {
+      name: 'contract-no-network',
+      comment:
+        'api/ and schemas/ are the contract: no network client (the clients are in transport/). The NATS binding ' +
+        "(schemas/nats-binding.ts) may build the nats header map it lays a message out in; elsewhere only nats' types",
+      severity: 'error',
+      from: { path: '^(api|schemas)/' },
+      to: {
+        path: '^(node:)?(http|https|http2|net|tls|dgram|dns)$|(^|/)node_modules/(undici|node-fetch|http-proxy-agent|https-proxy-agent)/',
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
+      name: 'contract-no-network-nats',
+      comment: 'of the nats package, the contract takes only types, and the header map of its own binding',
+      severity: 'error',
+      from: { path: '^(api|schemas)/', pathNot: '^schemas/nats-binding\\.ts$' },
+      to: { path: '(^|/)node_modules/nats/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'gate-core-pure',
