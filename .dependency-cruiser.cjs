@@ -1,15 +1,18 @@
 // The layering rule of the house, checked by `npm run lint` (README, "Layout"): imports point down.
-//   api < schemas < emitter | sinks < triggers < gate < hooks < cli
-// emitter and sinks are siblings and never import each other. Inside gate/, gate/core is the pure
-// core (api/ and itself, nothing else: no node: builtins, no npm packages); hooks/sdk is what hook
-// authors run, so it reaches only api/ and schemas/. Product code never imports the local cluster
-// (devcluster/), tests, benches or examples; of devcluster/, only devcluster/gate/ runs the product.
+//   api < schemas < transport < emitter | sinks < triggers < gate < hooks < cli
+// api/ and schemas/ are the contract and pure: types, schemas, codecs and names, no network client
+// (contract-no-network). transport/ holds the clients (HTTP POST, NATS JetStream) and the retry
+// loop every sender shares, and imports only the contract. emitter and sinks are siblings and never
+// import each other. Inside gate/, gate/core is the pure core (api/ and itself, nothing else: no
+// node: builtins, no npm packages); hooks/sdk is what hook authors run, so it reaches only the
+// contract and transport/. Product code never imports the local cluster (devcluster/), tests,
+// benches or examples; of devcluster/, only devcluster/gate/ runs the product.
 // The gate's shell around its core is in rooms, one job each (README, "Layout"); ROOMS says which
 // rooms each may import, so the rooms stack up with no cycle between them and only gate/gate.ts,
 // the wiring, sees them all.
 
 /** Bottom to top; a layer may import the layers before it in this list, and itself. */
-const LAYERS = ['api', 'schemas', 'emitter|sinks', 'triggers', 'gate', 'hooks', 'cli'];
+const LAYERS = ['api', 'schemas', 'transport', 'emitter|sinks', 'triggers', 'gate', 'hooks', 'cli'];
 const PRODUCT = LAYERS.join('|');
 
 const upward = LAYERS.slice(0, -1).map((layer, i) => ({
@@ -72,6 +75,25 @@ module.exports = {
       to: { path: '^(emitter|sinks)/', pathNot: '^$1/' },
     },
     {
+      name: 'contract-no-network',
+      comment:
+        'api/ and schemas/ are the contract: no network client (the clients are in transport/). The NATS binding ' +
+        "(schemas/nats-binding.ts) may build the nats header map it lays a message out in; elsewhere only nats' types",
+      severity: 'error',
+      from: { path: '^(api|schemas)/' },
+      to: {
+        path: '^(node:)?(http|https|http2|net|tls|dgram|dns)$|(^|/)node_modules/(undici|node-fetch|http-proxy-agent|https-proxy-agent)/',
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
+      name: 'contract-no-network-nats',
+      comment: 'of the nats package, the contract takes only types, and the header map of its own binding',
+      severity: 'error',
+      from: { path: '^(api|schemas)/', pathNot: '^schemas/nats-binding\\.ts$' },
+      to: { path: '(^|/)node_modules/nats/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'gate-core-pure',
       comment: 'gate/core is the functional core: it imports api/ and gate/core only (no I/O, no npm packages)',
       severity: 'error',
@@ -88,10 +110,10 @@ module.exports = {
     },
     {
       name: 'hook-sdk-closure',
-      comment: "hooks/sdk is the hook author's kit: it imports only api/, schemas/ and itself, directly or not",
+      comment: "hooks/sdk is the hook author's kit: it imports only api/, schemas/, transport/ and itself, directly or not",
       severity: 'error',
       from: { path: '^hooks/sdk/' },
-      to: { path: `^(${PRODUCT})/`, pathNot: '^(api|schemas|hooks/sdk)/', reachable: true },
+      to: { path: `^(${PRODUCT})/`, pathNot: '^(api|schemas|transport|hooks/sdk)/', reachable: true },
     },
     {
       name: 'product-imports-non-product',

@@ -22,11 +22,11 @@ import { startNatsServer } from '../devcluster/nats.ts';
 import { sendReply } from '../hooks/sdk/nats.ts';
 import type { Message } from '../schemas/event.ts';
 import { buildCompleted, buildRequested, KeyRing, toBinary } from '../schemas/index.ts';
-import { ensureStream, STREAMS } from '../schemas/nats.ts';
 import { installSinkRoutes } from '../sinks/http.ts';
 import { createNatsSink } from '../sinks/nats.ts';
 import { createReplyIdentity } from '../sinks/token-review.ts';
 import type { ReplyDisposition } from '../sinks/types.ts';
+import { ensureStream, STREAMS } from '../transport/nats.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -8,7 +8,7 @@ import { nkeys } from 'nats';
 
 type KeyPair = ReturnType<typeof nkeys.createUser>;
 
-/** Allow lists, as schemas/nats.ts writes them for the gate and each hook (devcluster imports no product code). */
+/** Allow lists, as schemas/nats-permissions.ts writes them for the gate and each hook (devcluster imports no product code). */
 export interface NatsPermissions {
   publish: string[];
   subscribe: string[];

@@ -35,12 +35,12 @@
 import http from 'node:http';
 import https from 'node:https';
 import pino, { type Logger } from 'pino';
-import { type BackoffPolicy, DEFAULT_BACKOFF, RetriesExhausted, retry } from '../api/retry.ts';
 import type { HookDelivery } from '../api/types.ts';
 import type { CloudEventRecord, Message } from '../schemas/event.ts';
 import { bodyExcerpt, describeNetworkError } from '../schemas/http-binding.ts';
-import { readLimited } from '../schemas/http-client.ts';
 import { toBinary } from '../schemas/index.ts';
+import { readLimited } from '../transport/http-client.ts';
+import { type BackoffPolicy, DEFAULT_BACKOFF, RetriesExhausted, retry } from '../transport/retry.ts';
 import { AddressCache, type BrokerAddress, kubeBrokerResolver, type ResolveBrokerUrl } from './broker-address.ts';
 import { classifyErrorStatus } from './http-response.ts';
 import { createProxyRouter, type ProxyOption, type Route } from './proxy.ts';

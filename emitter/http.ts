@@ -6,8 +6,8 @@
 import type { HookDelivery } from '../api/types.ts';
 import type { CloudEventRecord } from '../schemas/event.ts';
 import { bodyExcerpt } from '../schemas/http-binding.ts';
-import { type HttpAnswer, PostError, postMessage } from '../schemas/http-client.ts';
 import { DEFAULT_MAX_REPLY_BYTES, toBinary } from '../schemas/index.ts';
+import { type HttpAnswer, PostError, postMessage } from '../transport/http-client.ts';
 import { classifyHookResponse } from './http-response.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 

@@ -11,6 +11,7 @@ import pino, { type Logger } from 'pino';
 import type { HookDelivery } from '../api/types.ts';
 import type { CloudEventRecord } from '../schemas/event.ts';
 import { toBinary } from '../schemas/index.ts';
+import { isValidPublishSubject, subjectFor } from '../schemas/nats-binding.ts';
 import {
   checkNatsTarget,
   connectOwned,
@@ -22,8 +23,7 @@ import {
   publishMessage,
   STREAMS,
   streamReplicas,
-} from '../schemas/nats.ts';
-import { isValidPublishSubject, subjectFor } from '../schemas/nats-binding.ts';
+} from '../transport/nats.ts';
 import { type SendOutcome, type Transport, TransportError } from './transport.ts';
 
 export interface NatsTransportOptions extends NatsTarget {

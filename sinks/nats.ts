@@ -12,6 +12,7 @@
 import type { ConsumerMessages, JsMsg } from 'nats';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_MAX_REPLY_BYTES, type KeyRing } from '../schemas/index.ts';
+import { fromNatsMessage, serverSupportsTermReason } from '../schemas/nats-binding.ts';
 import {
   checkNatsTarget,
   connectOwned,
@@ -24,8 +25,7 @@ import {
   PULL_EXPIRES_MS,
   STREAMS,
   streamReplicas,
-} from '../schemas/nats.ts';
-import { fromNatsMessage, serverSupportsTermReason } from '../schemas/nats-binding.ts';
+} from '../transport/nats.ts';
 import { type Handled, handleCompleted } from './intake.ts';
 import { countReply, createSinkMetrics, type SinkMetrics } from './metrics.ts';
 import type { OnReply, ReplyDisposition } from './types.ts';

@@ -3,7 +3,7 @@
 import { DEFAULT_MAX_REQUEST_BYTES } from '../../schemas/attributes.ts';
 import type { Message } from '../../schemas/event.ts';
 import { describeNetworkError } from '../../schemas/http-binding.ts';
-import { PostError, postMessage } from '../../schemas/http-client.ts';
+import { PostError, postMessage } from '../../transport/http-client.ts';
 
 export interface Answer {
   probe: string;

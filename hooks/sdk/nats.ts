@@ -5,9 +5,10 @@
 // with working(), so JetStream does not hand it to another replica meanwhile.
 import type { ConsumerMessages, JetStreamManager, JsMsg, NatsConnection, PubAck } from 'nats';
 import pino, { type Logger } from 'pino';
-import { type BackoffPolicy, retry } from '../../api/retry.ts';
 import type { CloudEventRecord } from '../../schemas/event.ts';
 import { toBinary, toStructured } from '../../schemas/index.ts';
+import type { NatsSecurity } from '../../schemas/nats-auth.ts';
+import { fromNatsMessage, subjectFor } from '../../schemas/nats-binding.ts';
 import {
   checkNatsTarget,
   connectOwned,
@@ -23,9 +24,8 @@ import {
   publishMessage,
   STREAMS,
   streamReplicas,
-} from '../../schemas/nats.ts';
-import type { NatsSecurity } from '../../schemas/nats-auth.ts';
-import { fromNatsMessage, subjectFor } from '../../schemas/nats-binding.ts';
+} from '../../transport/nats.ts';
+import { type BackoffPolicy, retry } from '../../transport/retry.ts';
 import { natsSecurityFromEnv } from './nats-env.ts';
 import { defaultSource } from './outcome.ts';
 import { createHookRunner, dispatchRequest, type HookRunner } from './runner.ts';

@@ -1,11 +1,12 @@
 // POSTs a completed event (binary mode) to the gate's sink or a Broker, retrying what may work
 // later (network errors, 5xx, 408, 409, 429) with bounded exponential backoff. A 4xx is the
 // gate saying no for good (a stale attempt, a refused reply): retrying would only repeat it.
-import { type BackoffPolicy, RetriesExhausted, retry } from '../../api/retry.ts';
+
 import type { CloudEventRecord } from '../../schemas/event.ts';
 import { bodyExcerpt, isRetriableStatus } from '../../schemas/http-binding.ts';
-import { PostError, postMessage } from '../../schemas/http-client.ts';
 import { toBinary } from '../../schemas/index.ts';
+import { PostError, postMessage } from '../../transport/http-client.ts';
+import { type BackoffPolicy, RetriesExhausted, retry } from '../../transport/retry.ts';
 
 export const DEFAULT_SEND_POLICY: BackoffPolicy = { attempts: 6, baseDelayMs: 250, maxDelayMs: 10_000, maxElapsedMs: 60_000 };
 

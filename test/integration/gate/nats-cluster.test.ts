@@ -18,7 +18,7 @@ import { watchCollection } from '../../../devcluster/knative-client.ts';
 import { startNatsCluster } from '../../../devcluster/nats-cluster.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { serveHookNats, succeed } from '../../../hooks/index.ts';
-import { natsServerList, STREAMS } from '../../../schemas/nats.ts';
+import { natsServerList, STREAMS } from '../../../transport/nats.ts';
 
 const BURST = 200;
 /** Revisions created at once: the apiserver and the webhook share 2 cores with three nats-servers. */

@@ -1,6 +1,6 @@
 // H3: NATS with accounts, users and per-subject permissions, against a real nats-server (the
 // pinned v2.15) and the real control plane. The gate (nkey) and two hooks (A by user/password,
-// B by nkey) get exactly the permissions schemas/nats.ts writes down (and docs/protocol.md
+// B by nkey) get exactly the permissions schemas/nats-permissions.ts writes down (and docs/protocol.md
 // lists). Each attack is performed by hook A with its own credentials and must be refused by
 // the server, while the legit flow still releases Revisions.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,17 +14,11 @@ import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
 import { accountsConfig, newNkeyUser } from '../../../devcluster/nats-auth.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { serveHookNats, succeed } from '../../../hooks/index.ts';
-import {
-  ensureDurableConsumer,
-  GATE_REPLIES_DURABLE,
-  gateNatsPermissions,
-  hookDurable,
-  hookInboxPrefix,
-  hookNatsPermissions,
-  jetStreamManager,
-  STREAMS,
-} from '../../../schemas/nats.ts';
-import { type NatsSecurity, natsSecurityOptions } from '../../../schemas/nats-auth.ts';
+import type { NatsSecurity } from '../../../schemas/nats-auth.ts';
+import { GATE_REPLIES_DURABLE, hookDurable, hookInboxPrefix, STREAMS } from '../../../schemas/nats-names.ts';
+import { gateNatsPermissions, hookNatsPermissions } from '../../../schemas/nats-permissions.ts';
+import { ensureDurableConsumer, jetStreamManager } from '../../../transport/nats.ts';
+import { natsSecurityOptions } from '../../../transport/nats-auth.ts';
 
 const REQ = STREAMS.requests.name;
 const REP = STREAMS.replies.name;

@@ -1,7 +1,7 @@
 // H3, the other two ways in: a nats-server that requires TLS with client certificates (mTLS) and
 // a token, reached by the gate as the CLI runs it in a pod (every secret from a file); and a
 // nats-server in operator (JWT) mode, where the gate and the hook authenticate with `.creds`
-// files whose user JWTs carry the permissions of schemas/nats.ts.
+// files whose user JWTs carry the permissions of schemas/nats-permissions.ts.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,8 +14,10 @@ import { startNatsServer } from '../../../devcluster/nats.ts';
 import { operatorSetup } from '../../../devcluster/nats-auth.ts';
 import { freePorts } from '../../../devcluster/ports.ts';
 import { serveHookNats, succeed } from '../../../hooks/index.ts';
-import { gateNatsPermissions, hookDurable, hookInboxPrefix, hookNatsPermissions } from '../../../schemas/nats.ts';
-import { type NatsSecurity, natsSecurityOptions } from '../../../schemas/nats-auth.ts';
+import type { NatsSecurity } from '../../../schemas/nats-auth.ts';
+import { hookDurable, hookInboxPrefix } from '../../../schemas/nats-names.ts';
+import { gateNatsPermissions, hookNatsPermissions } from '../../../schemas/nats-permissions.ts';
+import { natsSecurityOptions } from '../../../transport/nats-auth.ts';
 
 const SERVER_NAME = 'nats.prestart.test';
 

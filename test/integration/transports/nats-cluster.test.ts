@@ -8,8 +8,8 @@ import { startNatsCluster } from '../../../devcluster/nats-cluster.ts';
 import { freePorts } from '../../../devcluster/ports.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
-import { GATE_REPLIES_DURABLE, natsServerList, STREAMS } from '../../../schemas/nats.ts';
 import { createNatsSink } from '../../../sinks/nats.ts';
+import { GATE_REPLIES_DURABLE, natsServerList, STREAMS } from '../../../transport/nats.ts';
 import { recordingOnReply, requestEvent } from '../../support/events.ts';
 import { keys } from '../../support/keys.ts';
 

@@ -1,8 +1,9 @@
-// The JetStream side of the contract, shared by the gate's request emitter, the gate's reply sink
-// and the hook SDK: the two streams and their defaults, creating them, durable pull consumers,
-// connections closed only by whoever opened them, publishing, and the NATS permissions each side
-// needs. (nats-binding.ts lays out one message; nats-auth.ts how a client authenticates;
-// nats-names.ts the names and settings, without the client.)
+// The JetStream client shared by the gate's request emitter, the gate's reply sink and the hook
+// SDK: creating the two streams, durable pull consumers, connections closed only by whoever opened
+// them, publishing. (The contract holds what this talks about, without the client:
+// schemas/nats-binding.ts lays out one message, schemas/nats-names.ts the names and settings,
+// schemas/nats-permissions.ts the permissions each side needs; nats-auth.ts here is how a client
+// authenticates.)
 import {
   AckPolicy,
   connect,
@@ -16,20 +17,10 @@ import {
   StorageType,
   type StreamConfig,
 } from 'nats';
-import type { Message } from './event.ts';
+import type { Message } from '../schemas/event.ts';
+import { toNatsHeaders } from '../schemas/nats-binding.ts';
+import { MAX_REPLICAS, type NatsTarget, natsServerList, type StreamSpec } from '../schemas/nats-names.ts';
 import { natsSecurityOptions } from './nats-auth.ts';
-import { toNatsHeaders } from './nats-binding.ts';
-import {
-  GATE_INBOX_PREFIX,
-  GATE_REPLIES_DURABLE,
-  hookDurable,
-  hookInboxPrefix,
-  MAX_REPLICAS,
-  type NatsTarget,
-  natsServerList,
-  STREAMS,
-  type StreamSpec,
-} from './nats-names.ts';
 
 export {
   checkNatsTarget,
@@ -42,7 +33,7 @@ export {
   natsServerList,
   STREAMS,
   type StreamSpec,
-} from './nats-names.ts';
+} from '../schemas/nats-names.ts';
 
 /**
  * The JetStream manager of our clients. It does not ask `$JS.API.INFO` first (nats.js does by
@@ -51,64 +42,6 @@ export {
  */
 export function jetStreamManager(nc: NatsConnection): Promise<JetStreamManager> {
   return nc.jetstreamManager({ checkAPI: false });
-}
-
-/** Subjects an identity may publish to and subscribe to, for a nats-server `permissions` block or a user JWT. */
-export interface NatsPermissions {
-  publish: string[];
-  subscribe: string[];
-}
-
-const API = '$JS.API';
-
-/**
- * What the gate needs, and no more: publish requests on `prestart.requests.>`; create, read and
- * widen (never delete or purge) both streams; its own durable on the replies, read and acked;
- * answers in its own inbox. It subscribes to no request or reply subject itself.
- */
-export function gateNatsPermissions(opts: { durable?: string; inboxPrefix?: string } = {}): NatsPermissions {
-  const durable = opts.durable ?? GATE_REPLIES_DURABLE;
-  const { requests, replies } = STREAMS;
-  return {
-    publish: [
-      `${requests.subjectPrefix}.>`,
-      ...[requests.name, replies.name].flatMap((s) => [
-        `${API}.STREAM.INFO.${s}`,
-        `${API}.STREAM.CREATE.${s}`,
-        `${API}.STREAM.UPDATE.${s}`,
-      ]),
-      `${API}.CONSUMER.INFO.${replies.name}.${durable}`,
-      `${API}.CONSUMER.CREATE.${replies.name}.${durable}.${replies.subjectPrefix}.>`,
-      `${API}.CONSUMER.MSG.NEXT.${replies.name}.${durable}`,
-      `$JS.ACK.${replies.name}.${durable}.>`,
-    ],
-    subscribe: [`${opts.inboxPrefix ?? GATE_INBOX_PREFIX}.>`],
-  };
-}
-
-/**
- * What one hook needs: create (or re-tune) its own durable, and only with its own subject as the
- * filter (the subject names the filter, and the server refuses a config whose filter differs);
- * read it and ack what it pulled; publish replies on its own reply subject; answers in its own
- * inbox. No stream API at all: the gate creates the streams.
- */
-export function hookNatsPermissions(
-  hook: string,
-  opts: { durable?: string; subject?: string; inboxPrefix?: string } = {},
-): NatsPermissions {
-  const durable = opts.durable ?? hookDurable(hook);
-  const subject = opts.subject ?? `${STREAMS.requests.subjectPrefix}.${hook}`;
-  const stream = STREAMS.requests.name;
-  return {
-    publish: [
-      `${API}.CONSUMER.CREATE.${stream}.${durable}.${subject}`,
-      `${API}.CONSUMER.INFO.${stream}.${durable}`,
-      `${API}.CONSUMER.MSG.NEXT.${stream}.${durable}`,
-      `$JS.ACK.${stream}.${durable}.>`,
-      `${STREAMS.replies.subjectPrefix}.${hook}`,
-    ],
-    subscribe: [`${opts.inboxPrefix ?? hookInboxPrefix(durable)}.>`],
-  };
 }
 
 export interface EnsureStreamOptions {

@@ -3,7 +3,7 @@
 // greeted with. (A real three-node cluster: test/integration/gate/nats-cluster.test.ts.)
 import test from 'ava';
 import type { NatsConnection, ServerInfo } from 'nats';
-import { natsServerList, streamReplicas } from '../../../schemas/nats.ts';
+import { natsServerList, streamReplicas } from '../../../transport/nats.ts';
 
 /** Only `info` is read: what the server said in its INFO line. */
 const greetedWith = (info: Partial<ServerInfo> | undefined) => ({ info }) as unknown as NatsConnection;

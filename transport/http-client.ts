@@ -2,8 +2,8 @@
 // the gate's direct HTTP transport, the hook SDK's reply sends and the conformance checker all
 // send through here. Redirects are never followed: a hook or sink that redirects is misconfigured,
 // and following would resend the event somewhere nobody chose.
-import type { Message } from './event.ts';
-import { describeNetworkError, flattenHeaders } from './http-binding.ts';
+import type { Message } from '../schemas/event.ts';
+import { describeNetworkError, flattenHeaders } from '../schemas/http-binding.ts';
 
 export interface PostMessageOptions {
   /** Whole-exchange deadline: connect, headers and body. */

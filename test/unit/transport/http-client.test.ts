@@ -1,7 +1,7 @@
 // Reading an answer within a size bound, and folding headers from wherever they come.
 import test from 'ava';
 import { flattenHeaders } from '../../../schemas/http-binding.ts';
-import { PostError, readLimited } from '../../../schemas/http-client.ts';
+import { PostError, readLimited } from '../../../transport/http-client.ts';
 
 async function* chunks(...parts: string[]): AsyncIterable<Uint8Array> {
   for (const part of parts) yield new TextEncoder().encode(part);

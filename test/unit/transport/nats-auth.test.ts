@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { nkeys } from 'nats';
 import { natsSecurityFromEnv } from '../../../hooks/sdk/nats-env.ts';
-import { natsSecurityOptions } from '../../../schemas/nats-auth.ts';
+import { natsSecurityOptions } from '../../../transport/nats-auth.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'prestart-nats-auth-unit-'));
 const file = (name: string, text: string) => {

@@ -1,4 +1,4 @@
-// Writes the test vectors next to this file: `node --import tsx schemas/vectors/write-vectors.ts`.
+// Writes the test vectors into schemas/vectors/: `node --import tsx scripts/write-vectors.ts`.
 // Every message is spelt out here by hand, and correlation ids are computed with node:crypto
 // directly from the documented algorithm, not with KeyRing: the vectors check the
 // implementation instead of echoing it. Review the diff before committing regenerated files.
@@ -12,7 +12,8 @@ const PRIMARY_KEY = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1
 const PREVIOUS_KEY = 'a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf';
 const FOREIGN_KEY = 'ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100';
 
-const here = dirname(fileURLToPath(import.meta.url));
+/** Where the vectors live, beside the contract they test. */
+const here = join(dirname(fileURLToPath(import.meta.url)), '..', 'schemas', 'vectors');
 
 interface Ref {
   namespace: string;

@@ -1,6 +1,6 @@
 // Retry pacing: exponential, jittered, bounded by tries and by time.
 import test from 'ava';
-import { backoffDelay, nextRetryDelay, RetriesExhausted, retry } from '../../../api/retry.ts';
+import { backoffDelay, nextRetryDelay, RetriesExhausted, retry } from '../../../transport/retry.ts';
 
 const policy = { attempts: 5, baseDelayMs: 100, maxDelayMs: 1_000, maxElapsedMs: 5_000 };
 
