@@ -126,7 +126,8 @@ export function revisionMethods(admin: KubeConfig, namespace: string): RevisionM
   };
 }
 
-function revisionBody(namespace: string, name: string, opts: RevisionOptions): object {
+/** A Revision as Knative's configuration controller writes it, with `opts`' labels, annotations and (a tenant's) finalizers or uid. */
+export function revisionBody(namespace: string, name: string, opts: RevisionOptions & { finalizers?: string[]; uid?: string }): object {
   const configuration = opts.configuration ?? name.replace(/-\d+$/, '');
   return {
     apiVersion: 'serving.knative.dev/v1',
@@ -141,6 +142,8 @@ function revisionBody(namespace: string, name: string, opts: RevisionOptions): o
         ...opts.labels,
       },
       annotations: opts.annotations ?? {},
+      ...(opts.finalizers ? { finalizers: opts.finalizers } : {}),
+      ...(opts.uid ? { uid: opts.uid } : {}),
     },
     spec: { containers: [{ image: 'dev.local/demo/app:v1', name: 'user-container' }] },
   };

@@ -27,7 +27,7 @@ import { applyManifests, servesMutatingPolicies } from '../../../devcluster/appl
 import { type GateEnv, gateEnv, installedCluster } from '../../../devcluster/gate/env.ts';
 import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { asyncReply, syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
+import { isHeld, revisionBody as knativeRevisionBody } from '../../../devcluster/gate/revisions.ts';
 import { kubeRequest } from '../../../devcluster/kube-request.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { webhookConfigurationName } from '../../../gate/webhooks/tls.ts';
@@ -71,27 +71,7 @@ interface Keys {
 }
 
 /** A Revision as Knative's configuration controller writes it, plus what the tenant adds. */
-function revisionBody(name: string, keys: Keys, namespace = env.namespace) {
-  const configuration = name.replace(/-\d+$/, '');
-  return {
-    apiVersion: 'serving.knative.dev/v1',
-    kind: 'Revision',
-    metadata: {
-      name,
-      namespace,
-      labels: {
-        'serving.knative.dev/configuration': configuration,
-        'serving.knative.dev/configurationGeneration': '1',
-        'serving.knative.dev/service': configuration,
-        ...keys.labels,
-      },
-      annotations: { ...keys.annotations },
-      ...(keys.finalizers ? { finalizers: keys.finalizers } : {}),
-      ...(keys.uid ? { uid: keys.uid } : {}),
-    },
-    spec: { containers: [{ image: 'dev.local/demo/app:v1', name: 'user-container' }] },
-  };
-}
+const revisionBody = (name: string, keys: Keys, namespace = env.namespace) => knativeRevisionBody(namespace, name, keys);
 
 const revisionsPath = (namespace: string, version = 'v1') => `/apis/serving.knative.dev/${version}/namespaces/${namespace}/revisions`;
 
