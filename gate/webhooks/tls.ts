@@ -95,17 +95,19 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
     return true;
   };
 
-  const register = async (caBundle: string): Promise<RegistrationResult> => {
+  /** Writes the configuration; once it says who stamps after a change, tells the listeners. */
+  const writeConfiguration = async (caBundle: string, stamperChanged: boolean): Promise<RegistrationResult> => {
     if (!registration) throw new Error('webhook configuration: register() was not called');
-    await findStamper();
     const result = await ensureWebhookConfiguration(kc, {
       ...registration,
       caBundle,
       stampRevisions: config.revisionWebhook === 'always' || stamper !== 'apiserver',
     });
     if (result !== 'unchanged') log.info({ name: registration.name, result }, 'webhook configuration written');
+    if (stamperChanged && stamper) for (const listener of stamperListeners) listener(stamper);
     return result;
   };
+  const register = async (caBundle: string): Promise<RegistrationResult> => writeConfiguration(caBundle, await findStamper());
 
   // An admin installs or removes the apiserver's stamp at any time; the hourly certificate check
   // is too slow to follow, and between the two the stamp policy refuses hooked Revisions.
@@ -113,7 +115,7 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
     () => {
       if (!registration) return;
       findStamper()
-        .then((changed) => (changed ? register(refresher.current().caBundle) : undefined))
+        .then((changed) => (changed ? writeConfiguration(refresher.current().caBundle, true) : undefined))
         .catch((err: unknown) => log.warn({ err }, 'checking who stamps new Revisions failed; retrying'));
     },
     (config.stampCheckSeconds ?? DEFAULTS.stampCheckSeconds) * 1000,
