@@ -46,10 +46,10 @@ const ROOMS = {
     job: 'what a leader runs beside the controller: the reply Triggers, and checks that report and block nothing',
     may: ['core', 'runtime', 'kube'],
   },
-  server: { job: 'the HTTP servers’ plumbing and probes; the probes read the informers’ health', may: ['kube'] },
+  server: { job: 'the HTTP servers’ plumbing and probes; the probes read the informers’ health', may: ['kube', 'config.ts'] },
   webhooks: {
     job: 'the admission webhooks, what they read, and their TLS',
-    may: ['core', 'kube', 'telemetry', 'config.ts'],
+    may: ['core', 'kube', 'telemetry', 'server', 'config.ts'],
   },
 };
 

@@ -1,9 +1,7 @@
 // Wires one gate process: informers, the correlation keys, the admission webhooks (HTTPS), the
 // reply sinks (HTTP, NATS), leader election, and the controller and checks that run only while
 // leading. Each object is built once its dependencies are, and handed what it uses.
-import express from 'express';
 import pino, { type Logger } from 'pino';
-import { installSinkRoutes } from '../sinks/http.ts';
 import { createIntake } from '../sinks/intake.ts';
 import { countingIntake, createSinkMetrics } from '../sinks/metrics.ts';
 import { createLeaderChecks } from './checks/leader-checks.ts';
@@ -20,14 +18,12 @@ import { createCaches, type InformerHealth, syncCaches } from './kube/caches.ts'
 import { KubeClient, withRequestTimeout } from './kube/kube-client.ts';
 import { type Clock, systemClock } from './runtime/clock.ts';
 import { type DrainOptions, trackRequests } from './server/drain.ts';
-import { close, listenHttp, listenHttps, port } from './server/listen.ts';
-import { installStatusRoutes } from './server/status-routes.ts';
+import { close } from './server/listen.ts';
+import { startSinkServer } from './server/sink-server.ts';
 import { createMetrics, type Metrics } from './telemetry/metrics.ts';
 import { startTracing, tracingFromEnv } from './telemetry/tracing.ts';
-import { admissionRouter } from './webhooks/admission.ts';
-import { admissionSources } from './webhooks/admission-sources.ts';
 import type { Stamper } from './webhooks/stamp-path.ts';
-import { startWebhookTls } from './webhooks/tls.ts';
+import { startWebhookServer } from './webhooks/webhook-server.ts';
 
 export interface RunningGate {
   /** The URL hooks POST replies to. */
@@ -70,23 +66,18 @@ export async function startGate(
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
   // Rotation without a restart: every replica follows the Secret (gate/delivery/correlation-keys.ts).
   const keyWatch = watchKeyRing(kc, config.namespace, keys, log);
-  const replies = new ReplyRecorder(client, (ns, name) => caches.written.get(ns, name), log, clock);
+  const replies = new ReplyRecorder(client, caches.written, log, clock);
   // The one way into the state for every reply: HTTP sink, NATS sink, synchronous answers.
   const intake = createIntake({ keys, maxBytes: config.sink.maxBytes, onReply: tracing.traceReplies(replies.record.bind(replies)) });
   const sinkMetrics = createSinkMetrics(metrics.registry);
 
-  const sinkApp = express();
-  const status = installStatusRoutes(sinkApp, caches, watchFailureMs, metrics.registry);
   const identity = replyIdentity(kc, caches, config.senderIdentity);
-  installSinkRoutes(sinkApp, {
-    ...intake.options,
-    logger: log,
-    metrics: sinkMetrics,
-    health: status.health,
-    ...(identity ? { identity } : {}),
-  });
-  const sinkServer = await listenHttp(sinkApp, config.sink.host, config.sink.port);
-  const sinkUrl = config.sink.publicUrl ?? `http://${config.sink.host}:${port(sinkServer)}/events`;
+  const sink = await startSinkServer(
+    config.sink,
+    { ...intake.options, logger: log, metrics: sinkMetrics, ...(identity ? { identity } : {}) },
+    { caches, watchFailureMs, registry: metrics.registry },
+  );
+  const sinkUrl = sink.url;
 
   const transports = hookTransports(kc, caches, config, log);
   const natsSink = await startNatsReplies(config.nats, intake, transports, sinkMetrics, log);
@@ -94,14 +85,9 @@ export async function startGate(
   // The informers list in the background; the webhooks serve meanwhile and refuse, retryably,
   // what they cannot yet decide. Nothing leads before every cache is synced.
   const synced = syncCaches(caches);
-  const webhookApp = express();
-  webhookApp.use(
-    admissionRouter(admissionSources(config, caches, watchFailureMs, metrics.kubeRequest), log, metrics, config.webhook.bindingRoot),
-  );
-  const tls = await startWebhookTls(kc, config, log);
-  const webhookServer = await listenHttps(webhookApp, tls, config.webhook.host, config.webhook.port);
-  const webhookUrl = config.webhook.urlBase ?? `https://${config.webhook.host}:${port(webhookServer)}`;
-  const drainer = trackRequests([sinkServer, webhookServer]);
+  const webhooks = await startWebhookServer(kc, config, caches, watchFailureMs, metrics, log);
+  const { tls, url: webhookUrl } = webhooks;
+  const drainer = trackRequests([sink.server, webhooks.server]);
   await tls.register(webhookUrl);
   await synced;
 
@@ -137,20 +123,13 @@ export async function startGate(
       identity: config.identity,
       leaseSeconds: config.leaseSeconds,
       observeRequest: metrics.kubeRequest,
-      onStartedLeading: () => {
-        controller.start();
-        checks.startTerm();
-      },
-      onStoppedLeading: () => {
-        checks.endTerm();
-        void controller.stop();
-      },
+      terms: [controller, checks],
     },
     log,
   );
-  metrics.watch(caches, () => leader.isLeader);
+  metrics.watch(caches, leader);
   leader.start();
-  status.markReady();
+  sink.status.markReady();
   log.info({ sinkUrl, webhookUrl, instance: config.instance }, 'gate started');
 
   return {
@@ -163,14 +142,14 @@ export async function startGate(
     stamper: () => tls.stamper(),
     informers: () => caches.health(),
     async stop(options) {
-      status.markStopping();
+      sink.status.markStopping();
       await leader.stop();
       await checks.stop();
       await controller.stop();
       if (options?.drain) await drainer.drain(options.drain);
       await natsSink?.stop();
       tls.stop();
-      await Promise.all([close(sinkServer), close(webhookServer)]);
+      await Promise.all([close(sink.server), close(webhooks.server)]);
       await transports.close();
       await keyWatch.stop();
       await caches.stop();

@@ -55,7 +55,7 @@ type Keyed = { metadata?: { namespace?: string; name?: string } };
 
 /**
  * One per gate process: its informer handlers are registered once, and each term of leadership
- * runs a queue and workers of its own (start/stop), so leadership flaps leave nothing behind.
+ * runs a queue and workers of its own (startTerm/endTerm), so leadership flaps leave nothing behind.
  */
 export class Controller {
   /** The current term's queue; undefined while not leading (events are then ignored). */
@@ -64,7 +64,7 @@ export class Controller {
   private workers: Promise<void> = Promise.resolve();
   private resync: NodeJS.Timeout | undefined;
   /** Ends the wait of a term that stops before the controller's caches have listed. */
-  private endTerm: () => void = () => undefined;
+  private cancelLeadWait: () => void = () => undefined;
   /** When the current term began: Observed.leaderSince. */
   private leaderSince: Date | undefined;
   /** Keys whose last reconcile failed: the next one reads the Revision live if it is no longer held. */
@@ -112,10 +112,10 @@ export class Controller {
   }
 
   /**
-   * Starts a term: workers run until stop(). Call only while leading. The first term of a process
-   * lists the Revisions and Routes first (caches.lead()); only a leader keeps them.
+   * Starts a term: workers run until endTerm() or stop(). Call only while leading. The first term
+   * of a process lists the Revisions and Routes first (caches.lead()); only a leader keeps them.
    */
-  start(): void {
+  startTerm(): void {
     if (this.queue) return;
     const queue = new WorkQueue();
     // Events and conditions wait while something that happened waits to be decided (background-writes.ts).
@@ -125,7 +125,7 @@ export class Controller {
     // A deadline that came before this term began came while no leader acted (decide rule 11b).
     this.leaderSince = this.opts.apply.clock.now();
     const ended = new Promise<void>((resolve) => {
-      this.endTerm = resolve;
+      this.cancelLeadWait = resolve;
     });
     // The last term's workers finish their current key first: no key is ever reconciled twice at once.
     this.workers = this.workers.then(async () => {
@@ -147,9 +147,14 @@ export class Controller {
     this.queue?.add(`${namespace}/${name}`);
   }
 
-  /** True during a term (between start and stop): the controller acts. */
+  /** True during a term (between startTerm and its end): the controller acts. */
   get active(): boolean {
     return this.queue !== undefined;
+  }
+
+  /** Ends the term without waiting for its workers (the lease is lost: stop acting now). */
+  endTerm(): void {
+    void this.stop();
   }
 
   /** Ends the term; resolves when its workers have finished their current keys. What waits to be sent is dropped. */
@@ -157,7 +162,7 @@ export class Controller {
     clearInterval(this.resync);
     this.queue?.shutdown();
     this.queue = undefined;
-    this.endTerm();
+    this.cancelLeadWait();
     this.sends.clear();
     this.background.clear();
     await this.workers;

@@ -10,6 +10,12 @@ import { errorLine, isConflict, isNotFound } from '../../api/kube-errors.ts';
 import type { RequestObserver } from '../kube/apiserver-agent-pool.ts';
 import { withRequestTimeout } from '../kube/kube-client.ts';
 
+/** Something that acts only during a term of leadership (the controller, the leader's checks). */
+export interface LeaderTerm {
+  startTerm(): void;
+  endTerm(): void;
+}
+
 export interface LeaderOptions {
   namespace: string;
   name: string;
@@ -20,8 +26,8 @@ export interface LeaderOptions {
   renewSeconds?: number;
   /** A leader that has not renewed for this long steps down; below leaseSeconds. Default 2/3 of it. */
   renewDeadlineSeconds?: number;
-  onStartedLeading: () => void;
-  onStoppedLeading: () => void;
+  /** What acts only while this replica leads: told in order when a term begins, in reverse when it ends. */
+  terms: readonly LeaderTerm[];
   /** Hears each lease call's duration, as the gate's other API clients' (metrics.kubeRequest). */
   observeRequest?: RequestObserver;
 }
@@ -119,8 +125,8 @@ export class LeaderElector {
     if (leading === this.leading) return;
     this.leading = leading;
     this.log.info({ identity: this.opts.identity, leading }, leading ? 'became leader' : 'stopped leading');
-    if (leading) this.opts.onStartedLeading();
-    else this.opts.onStoppedLeading();
+    if (leading) for (const term of this.opts.terms) term.startTerm();
+    else for (const term of [...this.opts.terms].reverse()) term.endTerm();
   }
 
   /** True when this replica holds the lease after the round; throws when the round failed. */

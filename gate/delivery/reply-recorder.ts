@@ -20,7 +20,7 @@ export class ReplyRecorder {
   constructor(
     private readonly client: KubeClient,
     /** The newest cached copy, tried first to save a round trip; a stale one only costs a 409 and a re-read. */
-    private readonly cachedRun: (namespace: string, name: string) => RunObject | undefined,
+    private readonly cachedRuns: { get(namespace: string, name: string): RunObject | undefined },
     private readonly log: Logger,
     private readonly clock: Clock,
   ) {}
@@ -40,7 +40,7 @@ export class ReplyRecorder {
   /** Resolves once the reply is stored (or known to change nothing); throws on transient errors. */
   async record(reply: Reply): Promise<ReplyDisposition> {
     for (let i = 0; i < MAX_CONFLICT_RETRIES; i++) {
-      const cached = i === 0 ? this.cachedRun(reply.namespace, reply.revision) : undefined;
+      const cached = i === 0 ? this.cachedRuns.get(reply.namespace, reply.revision) : undefined;
       const run = cached ?? (await this.client.getRun(reply.namespace, reply.revision));
       if (!run)
         return this.count({ type: 'rejected', reason: `unknown revision ${reply.namespace}/${reply.revision}: no PrestartRun` }, reply);

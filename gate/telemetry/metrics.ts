@@ -44,8 +44,8 @@ export interface Metrics {
   observer: RunObserver;
   /** The work queue's adds, waits and retries; the controller hands its queue these. */
   queue: QueueInstruments;
-  /** The hold gauges read `source` while `isLeader()`; called once the caches exist. */
-  watch(source: HoldSource, isLeader: () => boolean): void;
+  /** The hold gauges read `source` while `leader.isLeader`; called once the caches exist. */
+  watch(source: HoldSource, leader: { readonly isLeader: boolean }): void;
   /** The Broker namespace gauge reads `source` at scrape time while the replica leads (gate/checks/broker-namespace-check.ts). */
   brokerNamespaces(source: () => readonly BrokerGauge[]): void;
   /** The pod shell gauge reads `source` at scrape time while the replica leads (gate/checks/pod-shell-check.ts). */
@@ -306,9 +306,9 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
       waited: (ms) => queueLatency.observe(ms / 1000),
       retried: () => queueRetries.inc(),
     },
-    watch(s, isLeader) {
+    watch(s, leader) {
       source = s;
-      leading = isLeader;
+      leading = () => leader.isLeader;
     },
     brokerNamespaces(source) {
       brokers = source;

@@ -224,11 +224,11 @@ test('the watch: nothing for a pod on the approved digest, a run not released, a
 
 test('prestart_gate_image_drift: one series per drifted Revision while leading, none otherwise', async (t) => {
   const metrics = createMetrics();
-  let leading = true;
-  metrics.watch({ revisions: { list: () => [] }, runs: { get: () => undefined } }, () => leading);
+  const leader = { isLeader: true };
+  metrics.watch({ revisions: { list: () => [] }, runs: { get: () => undefined } }, leader);
   metrics.imageDrift(() => [{ namespace: 'team', revision: 'web-00001', value: 2 }]);
   t.regex(await metrics.registry.metrics(), /^prestart_gate_image_drift\{namespace="team",revision="web-00001"\} 2$/m);
-  leading = false;
+  leader.isLeader = false;
   t.notRegex(await metrics.registry.metrics(), /^prestart_gate_image_drift\{/m);
 });
 

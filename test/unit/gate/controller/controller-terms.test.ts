@@ -69,13 +69,13 @@ const namespace = (name: string): KubernetesObject => ({ apiVersion: 'v1', kind:
 
 test('after many leadership flaps an event is handled once, as in the first term', async (t) => {
   const { namespaces, controller, scans } = await setup();
-  controller.start();
+  controller.startTerm();
   namespaces.emit('ADDED', namespace('team'));
   t.deepEqual(scans, ['team'], 'first term: one scan per event');
 
   for (let flap = 0; flap < 20; flap++) {
     await controller.stop();
-    controller.start();
+    controller.startTerm();
   }
   scans.length = 0;
   namespaces.emit('ADDED', namespace('team-b'));
@@ -85,7 +85,7 @@ test('after many leadership flaps an event is handled once, as in the first term
 
 test('between terms (not leading) events cost nothing', async (t) => {
   const { revisions, namespaces, controller, scans } = await setup();
-  controller.start();
+  controller.startTerm();
   await controller.stop();
   revisions.emit('ADDED', revision('web-00003', true));
   namespaces.emit('ADDED', namespace('team'));
@@ -94,7 +94,7 @@ test('between terms (not leading) events cost nothing', async (t) => {
 
 test('a held Revision added is not a scan of its namespace', async (t) => {
   const { revisions, controller, scans } = await setup();
-  controller.start();
+  controller.startTerm();
   revisions.emit('ADDED', revision('web-00004', true));
   t.deepEqual(scans, []);
   await controller.stop();
@@ -102,7 +102,7 @@ test('a held Revision added is not a scan of its namespace', async (t) => {
 
 test('a namespace the cache learns of wakes the Revisions held in it', async (t) => {
   const { namespaces, controller, scans } = await setup();
-  controller.start();
+  controller.startTerm();
   namespaces.emit('ADDED', namespace('team'));
   t.deepEqual(scans, ['team']);
   await controller.stop();
