@@ -7,7 +7,7 @@
 // in the background too (gate/controller/background-writes.ts): nothing decided waits for them.
 //
 // A release ends the list: the label is off, the Revision starts, and what the core put after it
-// (the run's Released status, the event) is the next reconcile's, decide rule 4 ("finish an
+// (the run's Released status, the event) is the next reconcile's, decide's finishInterruptedRelease ("finish an
 // interrupted release"), which the Revision's leaving the held cache triggers. A worker then
 // spends one write per release, so releases that come together do not queue behind each
 // other's bookkeeping.
@@ -56,7 +56,7 @@ export interface ApplyContext extends ApplyDeps {
   releasedAs?: string;
 }
 
-/** All of the list was applied, or the list up to its release (the rest is decide rule 4's, next). */
+/** All of the list was applied, or the list up to its release (the rest is finishInterruptedRelease's, next). */
 export type Applied = 'all' | 'released';
 
 export async function applyActions(actions: Action[], ctx: ApplyContext): Promise<Applied> {

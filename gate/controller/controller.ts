@@ -88,7 +88,7 @@ export class Controller {
     caches.revisions.on('add', enqueue);
     caches.revisions.on('update', enqueue);
     // A Revision leaves the held cache when its hold comes off: what is left (the run's Released
-    // status, the event, decide rule 4) is bookkeeping, done a moment later so that releases
+    // status, the event, decide's finishInterruptedRelease) is bookkeeping, done a moment later so that releases
     // arriving together are not queued behind each other's (gate/controller/apply.ts).
     caches.revisions.on('delete', (rev) => {
       this.released.delete(keyOf(rev));
@@ -122,7 +122,7 @@ export class Controller {
     queue.onBusy = (busy) => this.background.foreground(busy);
     this.queue = queue;
     this.opts.metrics.startTerm(queue);
-    // A deadline that came before this term began came while no leader acted (decide rule 11b).
+    // A deadline that came before this term began came while no leader acted (advanceRun's deadlines step, resend.ts).
     this.leaderSince = this.opts.apply.clock.now();
     const ended = new Promise<void>((resolve) => {
       this.cancelLeadWait = resolve;

@@ -35,7 +35,7 @@ export interface SendClock {
 }
 
 /**
- * Step c of rule 11: with no blocking hook, the lowest order with unfinished hooks is the stage;
+ * advanceRun's nextStage step: with no blocking hook, the lowest order with unfinished hooks is the stage;
  * its Pending hooks become Requested (requestedAt = lastSentAt = now, deadline = now + timeout),
  * one sendRequest each in `sends`.
  */
@@ -68,7 +68,7 @@ export interface Started {
 
 /**
  * The run's status with its first stage requested at c.now, or undefined when it should not
- * start that way (a blocking hook, or nothing that holds: rule 11 takes those). `hooks` are the
+ * start that way (a blocking hook, or nothing that holds: advanceRun takes those). `hooks` are the
  * run's hook statuses before the start (all Pending for a run whose hooks were all found).
  */
 export function startFirstStage(spec: PrestartRunSpec, hooks: HookStatus[], c: SendClock, sends: Action[]): Started | undefined {

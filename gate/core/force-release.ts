@@ -16,7 +16,7 @@ export function forceRelease(o: Observed): Decision | undefined {
   const run = o.run?.spec.revisionUID === revision.uid ? o.run : undefined;
   if (!run?.forceRelease || revision.deleting) return undefined;
   // Unheld with the run not yet Released: the release went through and the status write is still
-  // to do (the shell stops a list at the release, decide's rule 4 cannot finish a run whose hooks
+  // to do (the shell stops a list at the release, decide's finishInterruptedRelease cannot finish a run whose hooks
   // did not pass). Only the gate removes the hold label (policy 2), so this is our own release.
   const held = revision.labels[HOLD_LABEL] === 'true';
   const prev = runStatusOf(run);
@@ -45,7 +45,7 @@ export function forceRelease(o: Observed): Decision | undefined {
   const actions: Action[] = [];
   if (held) {
     if (revision.annotations[REASON_ANNOTATION] !== undefined) actions.push({ type: 'setHoldReason', reason: undefined });
-    // Release first (as decide's step e); a crash or a stop after it is finished by the unheld branch above.
+    // Release first (as decide's advanceRun); a crash or a stop after it is finished by the unheld branch above.
     actions.push({ type: 'release', inject: contributionsOf(status).length > 0 });
   }
   actions.push({ type: 'updateRunStatus', status });

@@ -1,4 +1,4 @@
-// Rule 11 step b (decide.ts): a Requested hook's deadline, heartbeat and resends.
+// advanceRun's deadlines step (decide/advance.ts): a Requested hook's deadline, heartbeat and resends.
 //
 // A resend is not written to the run. The request was recorded when its stage started
 // (requestedAt, lastSentAt, deadline); asking again for the same attempt adds nothing a crash

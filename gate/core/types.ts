@@ -35,7 +35,7 @@ export interface Observed {
   sent?: ReadonlyMap<string, number>;
 }
 
-/** A request the status a run is created with records as sent (decide rule 7). */
+/** A request the status a run is created with records as sent (decide's startRun). */
 export interface FirstRequest {
   hook: HookSnapshot;
   attempt: number;

@@ -77,7 +77,7 @@ export function heldRevisionView(obj: RevisionObject): RevisionObject {
   if (obj.status?.containerStatuses) status.containerStatuses = obj.status.containerStatuses.map(nameAndDigest);
   if (obj.status?.initContainerStatuses) status.initContainerStatuses = obj.status.initContainerStatuses.map(nameAndDigest);
   // Knative's own conditions only while the digests are unresolved: a failed resolution is what
-  // the waiting run says (decide rule 7). Once resolved they change with every denied Deployment.
+  // the waiting run says (decide's startRun). Once resolved they change with every denied Deployment.
   const resolved = digestsResolved(obj);
   const conditions = obj.status?.conditions?.filter(
     (c) => c.type === PRESTART_CONDITION || (!resolved && c.status === 'False' && RESOLUTION_CONDITIONS.includes(c.type)),
@@ -146,7 +146,7 @@ export function runView(obj: RunObject): RunObject {
     return whole;
   }
   const spec: RunObject['spec'] = { revisionUID: obj.spec?.revisionUID, hooks: NONE };
-  // A held Revision whose run is Released is released again only while its digests are still these (decide rule 8).
+  // A held Revision whose run is Released is released again only while its digests are still these (decide's releaseAgain).
   if (obj.spec?.containers) spec.containers = obj.spec.containers;
   return { metadata: identity(md), spec, status: slimStatus(obj.status) };
 }
@@ -159,7 +159,7 @@ function slimStatus(status: PrestartRunStatus): PrestartRunStatus {
       : contributed.map(
           (h): HookStatus => ({ name: intern(h.name), phase: intern(h.phase), attempt: h.attempt, contributions: h.contributions }),
         );
-  // A cancelled run's Ready message is the hold reason decide() keeps on the Revision (rule 9).
+  // A cancelled run's Ready message is the hold reason decide() keeps on the Revision (keepCancelled).
   const conditions = status.phase === 'Cancelled' ? status.conditions.filter((c) => c.type === 'Ready') : NONE;
   const slim: PrestartRunStatus = { phase: intern(status.phase), hooks, conditions };
   // What drift was recorded: a new leader does not tell it again (gate/checks/image-drift-check.ts).

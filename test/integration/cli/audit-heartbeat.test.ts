@@ -35,7 +35,7 @@ test('an Audit hook that fails does not hold the Revision; the run records what 
   );
   await env.createRevision('shadow-00001', { annotations: { 'gate-ok': 'yes', 'new-scan': 'yes' } });
   await env.waitReleased('shadow-00001');
-  // The run's Released status follows the release (decide rule 4), so wait for it.
+  // The run's Released status follows the release (decide's finishInterruptedRelease), so wait for it.
   const run = await env.waitForRun('shadow-00001', 'Released', (r) => r.status?.phase === 'Released');
   t.like(
     run.status?.hooks.find((h) => h.name === audit),

@@ -15,7 +15,7 @@
 //     their runs still counts (docs/design.md, "Stamping"), so the hook's answer releases one and
 //     its silence times the other out, held (the retry its reason offers asks the deleted hook
 //     again); a Revision whose run starts after the delete fails closed ("PrestartHook X not
-//     found", decide rule 7), asks no hook at all, and fails the same way when started over;
+//     found", decide's startRun), asks no hook at all, and fails the same way when started over;
 //     Revisions created after the delete are stamped without it.
 // On an apiserver before 1.36 the policy cannot be installed and the gate's webhook stamps:
 // each test then only checks that the gate registered it.

@@ -185,7 +185,7 @@ export function answer(o: Observed, hookName: string, overrides: Partial<Reply> 
   return withStatus(o, result.status);
 }
 
-/** The started run's implied status stored, as decide() stores it a second after the create when no reply did (rule 11 step g). */
+/** The started run's implied status stored, as decide() stores it a second after the create when no reply did (advanceRun's deferStartedStatus). */
 export function storeStarted(o: Observed): Observed {
   if (!o.run || o.run.status) return o;
   return { ...o, run: { ...o.run, status: runStatusOf(o.run) } };

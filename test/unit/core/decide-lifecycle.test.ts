@@ -185,7 +185,7 @@ test('a named hook that does not exist fails the run closed, and nothing is sent
   let o = observed(heldRevision(['db', 'ghost']), [hook('db')], { now: at(HOOK_CACHE_GRACE_MS / 1000) });
   const created = decide(o);
   const [create] = ofType(created, 'createRun');
-  t.like(create?.status, { phase: 'Pending', summary: '0/2' }, "the failure is rule 11's, with its event and hold reason");
+  t.like(create?.status, { phase: 'Pending', summary: '0/2' }, "the failure is advanceRun's, with its event and hold reason");
   t.like(create?.status.hooks[0], { name: 'db', phase: 'Pending' });
   t.like(create?.status.hooks[1], {
     name: 'ghost',
@@ -269,7 +269,7 @@ test('a run left over from an older Revision with the same name is not used', (t
 test('a held Revision with an empty hook list is released at once', (t) => {
   let o = observed(heldRevision([]), []);
   const [create] = ofType(decide(o), 'createRun');
-  t.like(create, { status: { phase: 'Pending' }, requests: [] }, "the release and its event are rule 11's");
+  t.like(create, { status: { phase: 'Pending' }, requests: [] }, "the release and its event are advanceRun's");
   o = apply(o, decide(o).actions);
   const d = decide(o);
   t.deepEqual(types(d), ['release', 'updateRunStatus', 'event:Normal:Released']);

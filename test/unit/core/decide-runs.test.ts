@@ -76,7 +76,7 @@ test('a run deleted and created again asks under its own UID, and a reply captur
 test('a crash right after an Ignore hook timed out, between the release and the status write, still ends Released', (t) => {
   let o = started([hook('db', { failurePolicy: 'Ignore', timeout: '1m', resendInterval: '0s' })]);
   const timedOut = decide({ ...o, now: at(60) });
-  t.deepEqual(types(timedOut), ['release', 'updateRunStatus', 'event:Normal:Released'], 'release first, as rule 11e says');
+  t.deepEqual(types(timedOut), ['release', 'updateRunStatus', 'event:Normal:Released'], 'release first, as advanceRun does');
   // The gate dies after the release: the status still says Requested.
   o = apply({ ...o, now: at(60) }, timedOut.actions.slice(0, 1));
   t.is(o.revision.labels[HOLD_LABEL], undefined);

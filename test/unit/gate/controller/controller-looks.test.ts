@@ -1,6 +1,6 @@
 // The controller's Revisions cache holds the held ones only; an unheld Revision is read from the
 // apiserver only when something may be left to do for it (gate/controller/controller.ts): an unfinished
-// run (decide rule 4), the gate's finalizer still on it (rules 1 and 2). Released Revisions with
+// run (decide's finishInterruptedRelease), the gate's finalizer still on it (deleting). Released Revisions with
 // finished runs, the great majority at scale, cost no read at all. The caches are client-node's
 // real ListWatch, fed through their watch callback; the client counts the live reads.
 import type { KubernetesObject, ListWatch } from '@kubernetes/client-node';

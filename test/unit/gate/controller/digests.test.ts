@@ -37,7 +37,7 @@ function unresolved(overrides: Parameters<typeof heldRevision>[1] = {}) {
   return observed(heldRevision(['scan'], { containers: undefined, ...overrides }), [hook('scan')]);
 }
 
-test('rule 7: no run for DIGEST_GRACE_MS while Knative resolves the digests; after that a waiting run, and nothing is asked', (t) => {
+test('startRun: no run for DIGEST_GRACE_MS while Knative resolves the digests; after that a waiting run, and nothing is asked', (t) => {
   const early = decide({ ...unresolved(), now: at(1) });
   t.deepEqual(early.actions, [], 'nothing yet: Knative usually resolves within the grace');
   t.is(early.requeueAfterMs, DIGEST_GRACE_MS - 1000);
@@ -58,7 +58,7 @@ test('rule 7: no run for DIGEST_GRACE_MS while Knative resolves the digests; aft
   t.deepEqual(decide({ ...next, now: at(600) }).actions, [], 'no request, no timeout, no release, however long it waits');
 });
 
-test('rule 7: Knative could not resolve (ContainerHealthy False, ContainerMissing): the run says so with Knative’s reason, fails closed', (t) => {
+test('startRun: Knative could not resolve (ContainerHealthy False, ContainerMissing): the run says so with Knative’s reason, fails closed', (t) => {
   const conditions = [
     {
       type: 'ContainerHealthy',
@@ -84,7 +84,7 @@ test('rule 7: Knative could not resolve (ContainerHealthy False, ContainerMissin
   );
 });
 
-test('rule 11: the digests arrive: the containers are recorded first, then the first stage requested, then sent', (t) => {
+test('advanceRun: the digests arrive: the containers are recorded first, then the first stage requested, then sent', (t) => {
   const o = { ...unresolved(), now: at(5) };
   const waiting = apply(o, decide(o).actions);
   const now = { ...waiting, revision: { ...waiting.revision, containers: resolved(DIGEST_A) }, now: at(6) };
@@ -114,7 +114,7 @@ function answeredWith(digest: string) {
   return { ...answer({ ...created, now: at(5) }, 'scan'), revision: { ...created.revision, containers: resolved(digest) } };
 }
 
-test('rule 11 d: a digest that changed after the hooks were asked fails the run (ImagesChanged), keeps the hold, says why and what to do', (t) => {
+test('advanceRun judge: a digest that changed after the hooks were asked fails the run (ImagesChanged), keeps the hold, says why and what to do', (t) => {
   const o = answeredWith(DIGEST_B);
   const d = decide(o);
   t.deepEqual(types(d), ['updateRunStatus', 'setHoldReason', 'event:Warning:ImagesChanged']);
@@ -139,7 +139,7 @@ test('rule 11 d: a digest that changed after the hooks were asked fails the run 
   );
 });
 
-test('rule 11 d: digests no longer resolved at release time (a status emptied) fail the run too', (t) => {
+test('advanceRun judge: digests no longer resolved at release time (a status emptied) fail the run too', (t) => {
   const o = answeredWith(DIGEST_A);
   const d = decide({ ...o, revision: { ...o.revision, containers: undefined } });
   t.false(d.actions.some((a) => a.type === 'release'));
@@ -152,13 +152,13 @@ test('rule 11 d: digests no longer resolved at release time (a status emptied) f
   );
 });
 
-test('rule 11 d: unchanged digests release, the release guarded by the recorded containers', (t) => {
+test('advanceRun judge: unchanged digests release, the release guarded by the recorded containers', (t) => {
   const d = decide(answeredWith(DIGEST_A));
   t.deepEqual(types(d), ['release', 'updateRunStatus', 'event:Normal:Released']);
   t.deepEqual(ofType(d, 'release')[0]?.containers, resolved(DIGEST_A));
 });
 
-test('rule 8: a held Revision whose Released run recorded other digests is not released again; the hold reason says why', (t) => {
+test('releaseAgain: a held Revision whose Released run recorded other digests is not released again; the hold reason says why', (t) => {
   const o = answeredWith(DIGEST_A);
   const released = apply(o, decide(o).actions);
   // Held again in the observation (a stale cache), and the status now names another digest.
@@ -256,7 +256,7 @@ test('toRevisionView: containers only once Knative resolved every one, paired by
   );
 });
 
-test('a Released run is cached slim but keeps the containers it recorded (rule 8 compares them)', (t) => {
+test('a Released run is cached slim but keeps the containers it recorded (releaseAgain compares them)', (t) => {
   const run: RunObject = {
     metadata: { name: 'app-00001', namespace: 'team-a', uid: 'r1' },
     spec: { revisionUID: 'u1', hooks: [], containers: resolved(DIGEST_A) },
