@@ -180,7 +180,13 @@ test.serial(
     t.deepEqual(skipped?.status?.containerStatuses, [{ name: 'user-container' }]);
     t.not(condition(skipped, 'ContainerHealthy')?.status, 'False', 'no ContainerMissing');
 
-    const released = await env.waitForRun('app-00001', 'Released', (r) => r.status?.phase === 'Released', 60_000);
+    const released = await env.waitForRun(
+      'app-00001',
+      'Released or Failed',
+      (r) => r.status?.phase === 'Released' || r.status?.phase === 'Failed',
+      60_000,
+    );
+    t.is(released.status?.phase, 'Released', `the build hook answered: ${released.status?.hooks?.[0]?.message}`);
     const build = built.get('app-00001');
     t.truthy(build, 'the hook built the image');
     t.regex(released.status?.hooks?.[0]?.message ?? '', new RegExp(`built and pushed ${image} as ${build?.digest}`));
@@ -263,7 +269,7 @@ test.serial(
     t.log(`gaps: ${gaps.map(seconds).join(', ')}`);
     t.true(
       gaps.every((g, i) => i === 0 || g > (gaps[i - 1] ?? 0)),
-      `the gaps grow (Knative's per-image back-off doubles): ${gaps.map(seconds).join(', ')}`,
+      `the gaps grow (Knative's back-off per Revision and image doubles): ${gaps.map(seconds).join(', ')}`,
     );
     t.false(asked.has('api-00001'), 'still not asked after four failed resolutions');
 
