@@ -42,6 +42,8 @@ export interface KnativeObject {
     latestCreatedRevisionName?: string;
     latestReadyRevisionName?: string;
     traffic?: TrafficTarget[];
+    /** A Revision's: one per container once Knative resolved its image (imageDigest absent where it skips the registry). */
+    containerStatuses?: { name?: string; imageDigest?: string }[];
   };
 }
 
@@ -88,10 +90,7 @@ export class Knative {
    * A Knative Service of one container as a user writes it. The HPA autoscaler class: the
    * default KPA scrapes pod IPs, which nothing may reach here.
    */
-  async createService(
-    name: string,
-    template: { annotations?: Record<string, string>; env?: Record<string, string> } = {},
-  ): Promise<KnativeObject> {
+  async createService(name: string, template: ServiceTemplate = {}): Promise<KnativeObject> {
     return (await this.api.createNamespacedCustomObject({
       group: 'serving.knative.dev',
       version: 'v1',
@@ -107,7 +106,7 @@ export class Knative {
   }
 
   /** A new template, as `kn service update` sends it: Knative creates the next Revision. */
-  async updateService(name: string, template: { annotations?: Record<string, string>; env?: Record<string, string> }): Promise<void> {
+  async updateService(name: string, template: ServiceTemplate): Promise<void> {
     await this.api.patchNamespacedCustomObject(
       {
         group: 'serving.knative.dev',
@@ -122,13 +121,20 @@ export class Knative {
   }
 }
 
-function serviceTemplate(t: { annotations?: Record<string, string>; env?: Record<string, string> }): object {
+/** What a test varies in a Service's template; the image defaults to one in dev.local, which Knative never resolves. */
+export interface ServiceTemplate {
+  annotations?: Record<string, string>;
+  env?: Record<string, string>;
+  image?: string;
+}
+
+function serviceTemplate(t: ServiceTemplate): object {
   return {
     metadata: { annotations: { 'autoscaling.knative.dev/class': 'hpa.autoscaling.knative.dev', ...t.annotations } },
     spec: {
       containers: [
         {
-          image: 'dev.local/demo/app:v1',
+          image: t.image ?? 'dev.local/demo/app:v1',
           ...(t.env ? { env: Object.entries(t.env).map(([name, value]) => ({ name, value })) } : {}),
         },
       ],

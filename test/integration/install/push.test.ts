@@ -2,46 +2,22 @@
 // OCI archive into a real registry (Debian's docker-registry, on 127.0.0.1) keeps the digest that
 // `npm run release` pins, so the cluster pulls exactly what was built and tested.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { type Component, logTail, startComponent, stopComponents } from '../../../devcluster/processes.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
+import { type Registry, startRegistry } from '../../../devcluster/registry.ts';
 import { imageReference, localImage } from '../../../release/build.ts';
 
 const run = promisify(execFile);
-let dir: string;
-let registry: Component | undefined;
+let registry: Registry | undefined;
 let address: string;
 
 test.before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'registry-'));
-  const [port] = (await freePorts(1)) as [number];
-  address = `127.0.0.1:${port}`;
-  const config = join(dir, 'config.yml');
-  await writeFile(config, `version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: ${address}\n`);
-  registry = startComponent({ name: 'docker-registry', command: 'docker-registry', args: ['serve', config] }, dir);
-  const up = registry;
-  await waitFor(
-    () =>
-      fetch(`http://${address}/v2/`).then(
-        (r) => r.ok,
-        () => false,
-      ),
-    {
-      timeoutMs: 30_000,
-      what: 'docker-registry to serve /v2/',
-      bail: () => (up.exitInfo ? new Error(`docker-registry exited:\n${logTail(up.logFile)}`) : undefined),
-    },
-  );
+  registry = await startRegistry();
+  address = registry.host;
 });
 
 test.after.always(async () => {
-  if (registry) await stopComponents([registry], 5000);
-  await rm(dir, { recursive: true, force: true });
+  await registry?.stop();
 });
 
 test('skopeo copy --preserve-digests pushes the archive under the digest the release pins', async (t) => {
@@ -60,8 +36,5 @@ test('skopeo copy --preserve-digests pushes the archive under the digest the rel
   t.is(pushed, image.digest);
   t.is(imageReference(target), `${target}@${pushed}`);
   // What a kubelet pulls: the manifest by digest.
-  const res = await fetch(`http://${address}/v2/knative-prestart/manifests/${pushed}`, {
-    headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
-  });
-  t.is(res.status, 200);
+  t.is(await registry?.digestOf('knative-prestart', pushed), pushed);
 });
