@@ -124,7 +124,10 @@ export async function approvalPolicyInForce(env: GateEnv): Promise<void> {
           body: {
             apiVersion: 'serving.knative.dev/v1',
             kind: 'Revision',
-            metadata: { name: 'probe', annotations: { 'prestart.dev/approval.probe': 'approved', 'prestart.dev/approval-by.probe': 'nobody' } },
+            metadata: {
+              name: 'probe',
+              annotations: { 'prestart.dev/approval.probe': 'approved', 'prestart.dev/approval-by.probe': 'nobody' },
+            },
             spec: { containers: [{ image: 'dev.local/probe:v1' }] },
           },
         })
