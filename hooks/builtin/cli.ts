@@ -87,10 +87,15 @@ export function registerBuiltinCommands(program: Command, io: BuiltinCliIo): voi
     });
 
   const decide = (verdictOf: (o: DecideFlags) => ApprovalVerdict) => async (revision: string, o: DecideFlags) => {
-    const kubeConfig = loadKubeConfig(o.kubeconfig);
-    const namespace = o.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
     const verdict = verdictOf(o);
     const message = o.message ?? o.reason;
+    if (verdict === 'rejected' && !message?.trim()) {
+      io.out('error: say why with --message TEXT: a rejection fails the hook with it, and it is final');
+      io.setExitCode(1);
+      return;
+    }
+    const kubeConfig = loadKubeConfig(o.kubeconfig);
+    const namespace = o.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
     try {
       const result = await approveRevision({ kubeConfig, namespace, revision, verdict, ...(message !== undefined ? { message } : {}) });
       io.out(`Revision ${namespace}/${revision} ${verdict} by ${result.user}`);

@@ -9,6 +9,7 @@ import {
 } from '../../../hooks/builtin/approval/decision.ts';
 import { type ApprovalRules, countText, readRules, tally, tallyMessage } from '../../../hooks/builtin/approval/rules.ts';
 import { ParamReader } from '../../../hooks/builtin/common/params.ts';
+import { runCli } from '../../support/hook-cli.ts';
 
 const AUTH = 'system:authenticated';
 
@@ -197,4 +198,15 @@ test('params that cannot be met, or are not of the right shape, are named', (t) 
     'params.approverGroups must be a list of strings, got "sre"',
   ]);
   t.deepEqual(rules({ approvals: 5, approverGroups: ['sre'] }).needed, 5, 'a group has as many members as it has');
+});
+
+test('a rejection without a message is refused before anything is asked of the cluster', async (t) => {
+  for (const args of [
+    ['reject', 'checkout-00002'],
+    ['approve', 'checkout-00002', '--reject', '--message', ' '],
+  ]) {
+    const { out, code } = await runCli([...args, '--kubeconfig', '/nonexistent/kubeconfig']);
+    t.is(code, 1, args.join(' '));
+    t.is(out, 'error: say why with --message TEXT: a rejection fails the hook with it, and it is final\n');
+  }
 });
