@@ -37,9 +37,12 @@ export const RETRY_ANNOTATION = 'prestart.dev/retry';
  */
 export const RUN_IDS_ANNOTATION = 'prestart.dev/request-ids';
 export const RUN_IDS_V2 = 'v2';
-/** The approval built-in hook's decision on a Revision (approved | rejected), and who wrote it (the approval policy checks both). */
-export const APPROVAL_ANNOTATION = 'prestart.dev/approval';
-export const APPROVAL_BY_ANNOTATION = 'prestart.dev/approval-by';
+/**
+ * The approval built-in hook's decisions on a Revision: one `prestart.dev/approval.<id>`
+ * (approved | rejected) per person, beside `-by.<id>`, `-groups.<id>` and `-message.<id>`
+ * (hooks/builtin/approval/decision.ts; the approval policy checks who writes them).
+ */
+export const APPROVAL_VERDICT_PREFIX = 'prestart.dev/approval.';
 export const FORCE_RELEASE_ANNOTATION = 'prestart.dev/force-release';
 /** Who set FORCE_RELEASE_ANNOTATION: the policy requires it to equal the request's username. */
 export const FORCE_RELEASE_BY_ANNOTATION = 'prestart.dev/force-release-by';

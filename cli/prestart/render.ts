@@ -117,7 +117,7 @@ export function whyParagraph(run: RunObject, now: Date): string {
       .join('');
   switch (status?.phase ?? 'Pending') {
     case 'Released':
-      return `${rev} is not held: it was released${status?.releasedAt ? ` at ${status.releasedAt}` : ''} (${readyMessage(status) ?? 'all hooks passed'}).${driftSentences(status)}`;
+      return `${rev} is not held: it was released${status?.releasedAt ? ` at ${status.releasedAt}` : ''} (${readyMessage(status) ?? 'all hooks passed'}).${saidSentences(rows)}${driftSentences(status)}`;
     case 'Cancelled':
       return `${rev} will not start: its hooks were ${readyMessage(status) ?? 'cancelled'}. A cancelled run is final; to start over, delete it: kubectl delete prestartrun ${name} -n ${ns}.`;
     case 'Failed': {
@@ -145,6 +145,14 @@ export function whyParagraph(run: RunObject, now: Date): string {
       return `${rev} is held while it waits for ${what.join(' and ')}.${doneText}${detailsOf(waiting)} Nothing to do unless it is stuck: watch it with kn prestart get ${name} -n ${ns} -w.`;
     }
   }
+}
+
+/** What each hook said when it let the Revision go (an approval hook: who approved, when and why). */
+function saidSentences(rows: readonly Row[]): string {
+  return rows
+    .filter((r) => r.hook.phase === 'Succeeded' && r.hook.message)
+    .map((r) => ` ${r.hook.name} said: ${r.hook.message}.`)
+    .join('');
 }
 
 /** What the gate saw running after the release that the hooks did not approve (status.imageDrift). */

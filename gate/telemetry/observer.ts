@@ -6,7 +6,7 @@
 // (a reply lands on any replica; the leader's informer brings it here). Durations come from the
 // timestamps in the status, not from when this process noticed.
 import type { HookPhase, HookStatus, PrestartRunStatus, RunPhase } from '../../api/types.ts';
-import { APPROVAL_ANNOTATION, HOLD_LABEL } from '../../api/types.ts';
+import { APPROVAL_VERDICT_PREFIX, HOLD_LABEL } from '../../api/types.ts';
 import { runStatusOf, sendKey } from '../core/index.ts';
 import type { Decision, Observed } from '../core/types.ts';
 import type { AttemptOutcome, Tracing } from './tracing.ts';
@@ -92,7 +92,7 @@ export class RunObserver {
     const sameRun = prev !== undefined && run !== undefined && (prev.runUID === undefined || prev.runUID === run.uid);
     const held = rev.labels[HOLD_LABEL] === 'true';
     const now = o.now.getTime();
-    const next: Seen = { held, runUID: run?.uid, phase: status?.phase, hooks: new Map(), approval: rev.annotations[APPROVAL_ANNOTATION] };
+    const next: Seen = { held, runUID: run?.uid, phase: status?.phase, hooks: new Map(), approval: firstVerdict(rev.annotations) };
     if (prev?.brokenGlass) next.brokenGlass = true;
 
     const resent = resendsIn(d, run ? runStatusOf(run) : undefined);
@@ -154,7 +154,7 @@ export class RunObserver {
       this.sink.brokenGlass(phase ?? 'None');
     }
 
-    // The approval annotation appeared on a held Revision: the wait is from when its current stage was asked.
+    // The first approval decision appeared on a held Revision: the wait is from when its current stage was asked.
     const approval = next.approval;
     if (prev && held && approval !== undefined && prev.approval === undefined) {
       const asked = (status?.hooks ?? [])
@@ -220,4 +220,10 @@ function endOf(h: HookStatus, now: number): number {
 function parsedOr(iso: string | undefined, fallback: number): number {
   const t = Date.parse(iso ?? '');
   return Number.isNaN(t) ? fallback : t;
+}
+
+/** The verdict of the first approval decision found on a Revision: the wait for a person ends with the first one. */
+function firstVerdict(annotations: Readonly<Record<string, string>>): string | undefined {
+  for (const [key, value] of Object.entries(annotations)) if (key.startsWith(APPROVAL_VERDICT_PREFIX)) return value;
+  return undefined;
 }

@@ -1,10 +1,10 @@
 // `knative-prestart hook <job|secret|approval>` serves a built-in hook; `knative-prestart
-// approve` records a decision for the approval hook.
-import { Argument, type Command, InvalidArgumentError } from 'commander';
+// approve|reject` records a decision for the approval hook.
+import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import pino from 'pino';
 import { seconds } from '../cli-args.ts';
 import type { HookServer } from '../sdk/http.ts';
-import { ApproveError, approveRevision, serveApprovalHook } from './approval/index.ts';
+import { type ApprovalVerdict, ApproveError, approveRevision, serveApprovalHook } from './approval/index.ts';
 import { loadKubeConfig } from './common/kube.ts';
 import type { BuiltinKind, ServeBuiltinOptions } from './common/serve.ts';
 import { serveJobHook } from './job/index.ts';
@@ -38,12 +38,23 @@ interface HookFlags {
   logLevel: string;
 }
 
-interface ApproveFlags {
+interface DecideFlags {
   namespace?: string;
   reject?: boolean;
+  message?: string;
   reason?: string;
   kubeconfig?: string;
 }
+
+const DECISION_HELP = `
+Each person decides once, and a decision is final. Who you are (username and groups) is what the
+apiserver authenticates, never what the kubeconfig says; the apiserver's policy
+(config/610-approval-policy.yaml) refuses a decision from anyone without the grant, in another's
+name, a second decision by the same person, and an approval by the Revision's author
+(serving.knative.dev/creator). The approval hook counts the approvals its PrestartHook asks for
+(params: approvals, approvers, approverGroups, approverServiceAccounts, requiredApprovers,
+requiredServiceAccounts); one rejection it counts fails it with the rejecter's message.
+See who decided what: kn prestart why <revision>.`;
 
 export function registerBuiltinCommands(program: Command, io: BuiltinCliIo): void {
   program
@@ -75,32 +86,42 @@ export function registerBuiltinCommands(program: Command, io: BuiltinCliIo): voi
       process.once('SIGTERM', stop);
     });
 
-  program
-    .command('approve')
-    .description('approve (or --reject) a Revision held by an approval hook, as the user of your kubeconfig')
-    .argument('<revision>', 'the Revision, e.g. checkout-00002')
-    .option('-n, --namespace <ns>', "the Revision's namespace (default: the kubeconfig context's, else default)")
-    .option('--reject', 'reject it instead: the Revision stays held')
-    .option('--reason <text>', 'why; shown in the PrestartRun')
-    .option('--kubeconfig <path>', 'who approves (default: $KUBECONFIG, ~/.kube/config, then in-cluster)')
-    .action(async (revision: string, o: ApproveFlags) => {
-      const kubeConfig = loadKubeConfig(o.kubeconfig);
-      const namespace = o.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
-      const verdict = o.reject ? 'rejected' : 'approved';
-      try {
-        const result = await approveRevision({
-          kubeConfig,
-          namespace,
-          revision,
-          verdict,
-          ...(o.reason !== undefined ? { reason: o.reason } : {}),
-        });
-        io.out(`Revision ${namespace}/${revision} ${verdict} by ${result.user}`);
-        if (result.hint) io.out(`note: ${result.hint}`);
-      } catch (err) {
-        if (!(err instanceof ApproveError)) throw err;
-        io.out(`error: ${err.message}`);
-        io.setExitCode(1);
-      }
-    });
+  const decide = (verdictOf: (o: DecideFlags) => ApprovalVerdict) => async (revision: string, o: DecideFlags) => {
+    const verdict = verdictOf(o);
+    const message = o.message ?? o.reason;
+    if (verdict === 'rejected' && !message?.trim()) {
+      io.out('error: say why with --message TEXT: a rejection fails the hook with it, and it is final');
+      io.setExitCode(1);
+      return;
+    }
+    const kubeConfig = loadKubeConfig(o.kubeconfig);
+    const namespace = o.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
+    try {
+      const result = await approveRevision({ kubeConfig, namespace, revision, verdict, ...(message !== undefined ? { message } : {}) });
+      io.out(`Revision ${namespace}/${revision} ${verdict} by ${result.user}`);
+      if (result.hint) io.out(`note: ${result.hint}`);
+    } catch (err) {
+      if (!(err instanceof ApproveError)) throw err;
+      io.out(`error: ${err.message}`);
+      io.setExitCode(1);
+    }
+  };
+  const decisionCommand = (name: string, description: string) =>
+    program
+      .command(name)
+      .description(description)
+      .argument('<revision>', 'the Revision, e.g. checkout-00002')
+      .option('-n, --namespace <ns>', "the Revision's namespace (default: the kubeconfig context's, else default)")
+      .option('-m, --message <text>', 'why; recorded with your decision, shown in the PrestartRun, its Events and kn prestart why')
+      .addOption(new Option('--reason <text>', 'the same as --message').hideHelp())
+      .option('--kubeconfig <path>', 'who decides (default: $KUBECONFIG, ~/.kube/config, then in-cluster)')
+      .addHelpText('after', DECISION_HELP);
+
+  decisionCommand('approve', 'approve a Revision held by an approval hook, as the user of your kubeconfig (or --reject it)')
+    .option('--reject', 'reject it instead (the same as knative-prestart reject)')
+    .action(decide((o) => (o.reject ? 'rejected' : 'approved')));
+  decisionCommand(
+    'reject',
+    'reject a Revision held by an approval hook, as the user of your kubeconfig: the hook fails with your message',
+  ).action(decide(() => 'rejected'));
 }

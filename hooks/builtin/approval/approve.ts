@@ -1,11 +1,13 @@
-// `knative-prestart approve`: records a decision on a held Revision as the user of the
-// kubeconfig. The username is the one the apiserver authenticates (SelfSubjectReview), not a
-// name the kubeconfig claims, and the approval policy refuses any other.
+// `knative-prestart approve|reject`: records the decision of the user of the kubeconfig on a held
+// Revision. Who that is (username and groups) is what the apiserver authenticates
+// (SelfSubjectReview), not what the kubeconfig claims, and the approval policy refuses any other.
 import { AuthenticationV1Api, CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { REVISIONS, RUNS, type RunObject } from '../../../api/resources.ts';
 import { errorLine, statusOf } from '../common/kube.ts';
-import { APPROVAL_ANNOTATION, APPROVAL_BY_ANNOTATION, APPROVAL_REASON_ANNOTATION, type ApprovalVerdict } from './decision.ts';
+import type { RevisionResource } from '../common/verify.ts';
+import { type ApprovalVerdict, type Approver, decisionAnnotations, decisionId, describeDecision, readDecisions } from './decision.ts';
 
+/** Each person writes as a field manager of their own, so managedFields keeps the time of each decision. */
 export const APPROVE_FIELD_MANAGER = 'knative-prestart-approve';
 
 export interface ApproveOptions {
@@ -13,7 +15,7 @@ export interface ApproveOptions {
   namespace: string;
   revision: string;
   verdict: ApprovalVerdict;
-  reason?: string;
+  message?: string;
 }
 
 export interface ApproveResult {
@@ -28,37 +30,45 @@ export class ApproveError extends Error {
 }
 
 export async function approveRevision(opts: ApproveOptions): Promise<ApproveResult> {
-  const user = await whoAmI(opts.kubeConfig);
+  const me = await whoAmI(opts.kubeConfig);
   const custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
   const where = `${opts.namespace}/${opts.revision}`;
+  const what = opts.verdict === 'approved' ? 'approval' : 'rejection';
+  const target = {
+    group: REVISIONS.group,
+    version: REVISIONS.version,
+    plural: REVISIONS.plural,
+    namespace: opts.namespace,
+    name: opts.revision,
+  };
+  let current: RevisionResource;
+  try {
+    current = (await custom.getNamespacedCustomObject(target)) as RevisionResource;
+  } catch (err) {
+    if (statusOf(err) === 404) throw new ApproveError(`there is no Revision ${where}`);
+    throw new ApproveError(`cannot read Revision ${where} as ${me.username}: ${message(err)}`);
+  }
+  // Writing the same decision again would change nothing, so the apiserver would not refuse it: say so here.
+  const mine = readDecisions(current.metadata).decisions.find((d) => d.username === me.username);
+  if (mine) {
+    throw new ApproveError(
+      `${me.username} already decided on Revision ${where}: ${describeDecision(mine)}. A decision is final; nothing was changed`,
+    );
+  }
   try {
     await custom.patchNamespacedCustomObject(
       {
-        group: REVISIONS.group,
-        version: REVISIONS.version,
-        plural: REVISIONS.plural,
-        namespace: opts.namespace,
-        name: opts.revision,
-        fieldManager: APPROVE_FIELD_MANAGER,
-        body: {
-          metadata: {
-            annotations: {
-              [APPROVAL_ANNOTATION]: opts.verdict,
-              [APPROVAL_BY_ANNOTATION]: user,
-              [APPROVAL_REASON_ANNOTATION]: opts.reason?.trim() ? opts.reason.trim() : null,
-            },
-          },
-        },
+        ...target,
+        fieldManager: `${APPROVE_FIELD_MANAGER}-${decisionId(me.username)}`,
+        body: { metadata: { annotations: decisionAnnotations(me, opts.verdict, opts.message) } },
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
   } catch (err) {
     if (statusOf(err) === 404) throw new ApproveError(`there is no Revision ${where}`);
-    throw new ApproveError(
-      `the apiserver refused the ${opts.verdict === 'approved' ? 'approval' : 'rejection'} of ${where} by ${user}: ${message(err)}`,
-    );
+    throw new ApproveError(`the apiserver refused the ${what} of ${where} by ${me.username}: ${message(err)}`);
   }
-  const result: ApproveResult = { user };
+  const result: ApproveResult = { user: me.username };
   const run = await custom
     .getNamespacedCustomObject({
       group: RUNS.group,
@@ -70,18 +80,19 @@ export async function approveRevision(opts: ApproveOptions): Promise<ApproveResu
     .then((r) => r as RunObject)
     .catch(() => undefined);
   if (opts.verdict === 'approved' && run?.status?.phase === 'Failed') {
-    result.hint = `its PrestartRun has failed hooks (a rejection or a timeout ends the approval hook); re-run them: kubectl annotate prestartrun ${opts.revision} -n ${opts.namespace} prestart.dev/retry=$(date +%s) --overwrite`;
+    result.hint = `its PrestartRun has failed hooks (a timeout ends the approval hook); once enough approvals are in, re-run them: kubectl annotate prestartrun ${opts.revision} -n ${opts.namespace} prestart.dev/retry=$(date +%s) --overwrite`;
   }
   return result;
 }
 
-async function whoAmI(kc: KubeConfig): Promise<string> {
+/** The user of `kc` as the apiserver authenticates them. */
+export async function whoAmI(kc: KubeConfig): Promise<Approver> {
   try {
     const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
     });
-    const user = review.status?.userInfo?.username;
-    if (user) return user;
+    const info = review.status?.userInfo;
+    if (info?.username) return { username: info.username, groups: info.groups ?? [] };
     throw new Error('the apiserver returned no username');
   } catch (err) {
     throw new ApproveError(`cannot tell who you are (SelfSubjectReview): ${errorLine(err)}`);

@@ -124,13 +124,16 @@ export async function approvalPolicyInForce(env: GateEnv): Promise<void> {
           body: {
             apiVersion: 'serving.knative.dev/v1',
             kind: 'Revision',
-            metadata: { name: 'probe', annotations: { 'prestart.dev/approval': 'approved', 'prestart.dev/approval-by': 'nobody' } },
+            metadata: {
+              name: 'probe',
+              annotations: { 'prestart.dev/approval.probe': 'approved', 'prestart.dev/approval-by.probe': 'nobody' },
+            },
             spec: { containers: [{ image: 'dev.local/probe:v1' }] },
           },
         })
         .then(
           () => false,
-          (err: unknown) => err instanceof ApiException && /approval-by must be/.test(String(err.body)),
+          (err: unknown) => err instanceof ApiException && /approval-by\.probe must be/.test(String(err.body)),
         ),
     { what: 'the approval policy to be in force' },
   );

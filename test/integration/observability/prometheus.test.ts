@@ -9,13 +9,13 @@ import { promisify } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { REVISIONS } from '../../../api/resources.ts';
-import { APPROVAL_ANNOTATION, HOLD_LABEL } from '../../../api/types.ts';
+import { HOLD_LABEL } from '../../../api/types.ts';
 import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
 import { syncReply } from '../../../devcluster/gate/replies.ts';
 import { type Prometheus, startPrometheus } from '../../../devcluster/prometheus.ts';
 import { WaitTimeoutError, waitFor } from '../../../devcluster/wait.ts';
-import { APPROVAL_BY_ANNOTATION } from '../../../hooks/builtin/approval/decision.ts';
+import { approveRevision } from '../../../hooks/builtin/approval/approve.ts';
 
 const RULES = new URL('../../../config/monitoring/prometheus-rules.yaml', import.meta.url).pathname;
 const DASHBOARD = new URL('../../../config/monitoring/grafana-dashboard.json', import.meta.url).pathname;
@@ -112,7 +112,7 @@ test.serial('a scripted run reads back from Prometheus as it happened', async (t
 
   // Someone approves the held one: the wait since its hook was asked is measured once.
   // (The approval policy wants the decision signed by whoever writes it: the cluster admin here.)
-  await patch('hang-00001', { annotations: { [APPROVAL_ANNOTATION]: 'approved', [APPROVAL_BY_ANNOTATION]: 'admin' } });
+  await approveRevision({ kubeConfig: env.admin, namespace: env.namespace, revision: 'hang-00001', verdict: 'approved' });
   await expectValue('prestart_gate_approval_wait_seconds_count{verdict="approved"}', 1);
 
   await expectValue(`prestart_gate_hook_held_revisions{${h},phase="Requested"}`, 1);

@@ -146,3 +146,20 @@ test('list -A: by namespace, then name, as kubectl sorts, whether held or not', 
     'without -A: held first, then the most recent',
   );
 });
+
+test('why on a released run says what each hook said when it let go: an approval hook names who approved, when and why', (t) => {
+  const approvals =
+    '2 of 2 approvals; approved by bob (groups: sre) at 2025-01-01T00:07:00.000Z: ok; approved by alice at 2025-01-01T00:08:00.000Z: go';
+  const released = run(
+    'Released',
+    [
+      { name: 'db', phase: 'Succeeded', attempt: 1 },
+      { name: 'migrate', phase: 'Succeeded', attempt: 1, message: approvals },
+    ],
+    '2/2 hooks succeeded',
+  );
+  t.is(
+    whyParagraph(released, NOW),
+    `Revision demo-00002 in team-a is not held: it was released (2/2 hooks succeeded). migrate said: ${approvals}.`,
+  );
+});

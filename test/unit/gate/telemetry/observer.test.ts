@@ -1,7 +1,7 @@
 // The leader's observer, driven by the real core: each reconcile's observation and decision in,
 // the transitions out, once each, with durations read from the status.
 import test from 'ava';
-import { APPROVAL_ANNOTATION, HOLD_LABEL } from '../../../../api/types.ts';
+import { APPROVAL_VERDICT_PREFIX, HOLD_LABEL } from '../../../../api/types.ts';
 import { decide } from '../../../../gate/core/decide.ts';
 import type { Decision, Observed } from '../../../../gate/core/types.ts';
 import { RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
@@ -148,7 +148,10 @@ test('an approval on a held Revision: the wait runs from the request of the hook
   let o = observed(heldRevision(['approval']), [approval]);
   o = reconcile(observer, o, 5); // creates the run, asking approval
   o = reconcile(observer, o, 6);
-  o = { ...o, revision: { ...o.revision, annotations: { ...o.revision.annotations, [APPROVAL_ANNOTATION]: 'approved' } } };
+  o = {
+    ...o,
+    revision: { ...o.revision, annotations: { ...o.revision.annotations, [`${APPROVAL_VERDICT_PREFIX}0123456789abcdef`]: 'approved' } },
+  };
   o = reconcile(observer, o, 20);
   reconcile(observer, o, 21);
   t.deepEqual(calls, ['approval approved 15s'], 'one approval, measured once');
