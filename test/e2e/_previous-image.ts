@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { cacheDir } from '../../devcluster/binaries.ts';
+import { cacheDir } from '@knative-prestart/devcluster/binaries.ts';
 import { previousRelease } from '../integration/install/_previous.ts';
 
 const run = promisify(execFile);

@@ -29,6 +29,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { kubeRequest, statusMessage } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -42,8 +44,6 @@ import {
 import test, { type ExecutionContext } from 'ava';
 import { REVISIONS, type RevisionObject, RUNS, type RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
-import { kubeRequest, statusMessage } from '../../devcluster/kube-request.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import {
   buildRelease,
   createDbCredentialsHook,

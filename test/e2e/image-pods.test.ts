@@ -6,9 +6,10 @@
 // filesystem takes nothing away). The hold and release through the image's gate and its secret
 // hook are gate-pods.test.ts's. Needs: root, `build-binaries.sh node knative-serving-images`, `npm
 // run image`.
+
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { waitFor } from '../../devcluster/wait.ts';
 import {
   GATE_DEPLOYMENT,
   GATE_NS,

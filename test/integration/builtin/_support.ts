@@ -2,15 +2,15 @@
 // hooks' RBAC and approval policy as installed, each hook served in this process on 127.0.0.1
 // as its own ServiceAccount identity, and PrestartHooks delivering to it.
 import { fileURLToPath } from 'node:url';
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { ExecutionContext } from 'ava';
 import pino from 'pino';
 import { REVISIONS, type RunObject } from '../../../api/resources.ts';
 import type { ContributionKind } from '../../../api/types.ts';
-import { applyManifests } from '../../../devcluster/apply.ts';
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import type { BuiltinKind, ServeBuiltinOptions } from '../../../hooks/builtin/common/serve.ts';
 import { serveApprovalHook, serveJobHook, serveSecretHook } from '../../../hooks/builtin/index.ts';
 import type { HookServer } from '../../../hooks/sdk/http.ts';

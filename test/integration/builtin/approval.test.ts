@@ -2,6 +2,9 @@
 // namespace (RBAC: a ClusterRole naming the namespace) approves or rejects with `knative-prestart
 // approve`; the apiserver's policy (config/610-approval-policy.yaml) refuses everyone else, and
 // anyone writing a decision in another's name.
+
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import {
   ApiException,
   CustomObjectsApi,
@@ -11,8 +14,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { runCli } from '../../support/hook-cli.ts';
 import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from './_support.ts';
 

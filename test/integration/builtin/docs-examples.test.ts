@@ -2,10 +2,10 @@
 // them (dry run): an example that the CRD refuses would send readers astray.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import test from 'ava';
 import yaml from 'js-yaml';
-import { installedCluster } from '../../../devcluster/gate/env.ts';
 
 const doc = readFileSync(fileURLToPath(new URL('../../../docs/hooks.md', import.meta.url)), 'utf8');
 const section = doc.slice(doc.indexOf('\n## Built-in hooks'));

@@ -3,12 +3,13 @@
 // attempt (prestart.dev/retry), so a tenant can make the next attempt's Job first: the same name
 // and labels, a pod that does nothing and succeeds. The hook must not take that Job's success for
 // the migration's; a Job that the hook itself made (a redelivery after a restart) it still adopts.
+
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { BatchV1Api, KubeConfig, RbacAuthorizationV1Api, type V1Job } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
 import pino from 'pino';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { serveBuiltin } from '../../../hooks/builtin/common/serve.ts';
 import { buildJob, createJobHandler, type JobParams, jobName, readJobParams } from '../../../hooks/builtin/index.ts';
 import type { HookServer } from '../../../hooks/sdk/http.ts';

@@ -1,12 +1,13 @@
 // The job hook on the real control plane: a Job per Revision, run by the Job controller on a
 // kwok node (Job pods succeed; a pod labelled prestart.dev/test-fail=true fails, by the Stage in
 // devcluster/kwok-test-stages.yaml), reported back through the real gate.
+
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import test from 'ava';
 import { statusOf } from '../../../api/kube-errors.ts';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { jobName } from '../../../hooks/builtin/index.ts';
 import { addHook, builtinEnv, hookStatusOf, serveBuiltinHook } from './_support.ts';
 

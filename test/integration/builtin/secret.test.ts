@@ -2,10 +2,10 @@
 // then is released with the Secret bound; the hook says clearly when the Secret never came.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from './_support.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));

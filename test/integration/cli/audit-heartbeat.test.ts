@@ -1,11 +1,12 @@
 // Shadow mode and heartbeats with a real gate on the real local control plane: an Audit hook that
 // fails never holds the Revision and the run says what it would have decided; a hook that goes
 // silent longer than its heartbeatTimeout is TimedOut long before its timeout.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
 import test from 'ava';
 import type { PrestartHookSpec } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
 
 let env: GateEnv;
 const servers: HookServer[] = [];

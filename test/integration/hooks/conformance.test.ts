@@ -2,8 +2,8 @@
 // pass; each deliberately broken hook fails, on its rule, with a message that says what to fix.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
 import test, { type ExecutionContext } from 'ava';
-import { freePorts } from '../../../devcluster/ports.ts';
 import { start as startExample } from '../../../examples/typescript-binding-hook/index.ts';
 import { failuresOf, runConformance } from '../../../hooks/conformance/index.ts';
 import { RULES_WITHOUT_IDENTITY } from '../../../hooks/conformance/rules.ts';

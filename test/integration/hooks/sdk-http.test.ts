@@ -1,7 +1,8 @@
 // serveHook() against real HTTP: the gate's requests in, replies out to a sink that verifies them.
+
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import express from 'express';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { isFinal } from '../../../hooks/conformance/describe.ts';
 import { CancelledError, serveHook, succeed, volumeContribution } from '../../../hooks/sdk/index.ts';
 import { toBinary, toStructured } from '../../../schemas/index.ts';

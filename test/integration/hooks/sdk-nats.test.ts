@@ -1,10 +1,11 @@
 // serveHookNats() against a real nats-server: the gate's NATS transport sends, the gate's NATS
 // sink receives, and the hook's durable consumer sits in between.
+
+import { startNatsServer } from '@knative-prestart/devcluster/nats.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test, { type ExecutionContext } from 'ava';
 import { connect, type NatsConnection } from 'nats';
 import type { Reply } from '../../../api/types.ts';
-import { startNatsServer } from '../../../devcluster/nats.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
 import { type HookHandler, type NatsHookService, serveHookNats, succeed } from '../../../hooks/sdk/index.ts';
 import { toBinary } from '../../../schemas/index.ts';

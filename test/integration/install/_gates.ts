@@ -2,10 +2,10 @@
 // each is `knative-prestart gate` (this tree's, or a previous release's source) under the gate's
 // ServiceAccount identity, listening on 127.0.0.1 ports of its own and reached at the URLs given
 // (a balancer standing in for the Service, when several run).
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { GATE_GROUPS, GATE_USER } from '../../../devcluster/gate/env.ts';
-import { type GatePorts, type GateProcess, listenArgs, startGateProcess } from '../../../devcluster/gate/process.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { GATE_GROUPS, GATE_USER } from '@knative-prestart/devcluster/gate/env.ts';
+import { type GatePorts, type GateProcess, listenArgs, startGateProcess } from '@knative-prestart/devcluster/gate/process.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
 
 export interface ReplicaOptions {
   /** A kubeconfig for the gate's ServiceAccount (gateKubeconfig). */

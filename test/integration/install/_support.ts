@@ -8,10 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
+import { BUILD_SCRIPT, controlPlaneBinaries } from '@knative-prestart/devcluster/binaries.ts';
+import { type Cluster, startCluster } from '@knative-prestart/devcluster/control-plane.ts';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { parseManifests } from '../../../devcluster/apply.ts';
-import { BUILD_SCRIPT, controlPlaneBinaries } from '../../../devcluster/binaries.ts';
-import { type Cluster, startCluster } from '../../../devcluster/control-plane.ts';
 import { renderRelease, writeRelease } from '../../../release/build.ts';
 
 const run = promisify(execFile);

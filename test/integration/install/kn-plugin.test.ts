@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { knBinary } from '@knative-prestart/devcluster/kn.ts';
 import test from 'ava';
-import { knBinary } from '../../../devcluster/kn.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));

@@ -16,16 +16,16 @@
 // Pod webhook, so its pods still wait for the gate (shown last).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { applyManifests, servesMutatingPolicies } from '@knative-prestart/devcluster/apply.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { type HookMethods, hookMethods } from '@knative-prestart/devcluster/gate/hooks.ts';
+import type { GateProcess } from '@knative-prestart/devcluster/gate/process.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld, type RevisionMethods, type RevisionOptions, revisionMethods } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { knativeServingCrdDir } from '@knative-prestart/devcluster/knative.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import { applyManifests, servesMutatingPolicies } from '../../../devcluster/apply.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { type HookMethods, hookMethods } from '../../../devcluster/gate/hooks.ts';
-import type { GateProcess } from '../../../devcluster/gate/process.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld, type RevisionMethods, type RevisionOptions, revisionMethods } from '../../../devcluster/gate/revisions.ts';
-import { knativeServingCrdDir } from '../../../devcluster/knative.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { gateKubeconfig, replicaPorts, startReplica } from './_gates.ts';
 import { type PreviousRelease, previousRelease } from './_previous.ts';
 import { freshCluster, type Installed } from './_support.ts';

@@ -6,10 +6,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { type Component, logTail, startComponent, stopComponents } from '@knative-prestart/devcluster/processes.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { type Component, logTail, startComponent, stopComponents } from '../../../devcluster/processes.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { imageReference, localImage } from '../../../release/build.ts';
 
 const run = promisify(execFile);

@@ -2,9 +2,10 @@
 // real cluster: every object is accepted (CRD schemas, CEL of the policies, RBAC, the webhook
 // configuration, workloads under the namespace's restricted Pod Security), the workloads become
 // available (on kwok's nodes), and `kubectl apply -k` on the same directory applies them again.
+
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AppsV1Api, type V1Deployment, type V1PodDisruptionBudget } from '@kubernetes/client-node';
 import test from 'ava';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { freshCluster, type Installed, kubectlName } from './_support.ts';
 
 // The cluster pulls nothing (kwok runs no containers): any digest reference does.

@@ -5,6 +5,11 @@
 // shipped, the validating stamp check (210) as the backstop, Revisions admitted by dry-run creates.
 // The webhook's side is its decision function (stampRevision, what gate/webhooks/admission.ts
 // answers with) with its JSON patch applied here: the webhook itself is not called.
+
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { type Cluster, startCluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { knativeServingCrdDir } from '@knative-prestart/devcluster/knative.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import { REVISIONS, type RevisionObject, toRevisionView } from '../../../api/resources.ts';
@@ -17,10 +22,6 @@ import {
   type PrestartHookSpec,
   REASON_ANNOTATION,
 } from '../../../api/types.ts';
-import { applyManifests } from '../../../devcluster/apply.ts';
-import { type Cluster, startCluster } from '../../../devcluster/control-plane.ts';
-import { knativeServingCrdDir } from '../../../devcluster/knative.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { hookMatches, type JsonPatchOp, stampRevision } from '../../../gate/core/index.ts';
 
 const config = (file: string) => new URL(`../../../config/${file}`, import.meta.url).pathname;

@@ -11,6 +11,14 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { hookMethods } from '@knative-prestart/devcluster/gate/hooks.ts';
+import type { GateProcess } from '@knative-prestart/devcluster/gate/process.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld, revisionMethods } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { knativeServingCrdDir } from '@knative-prestart/devcluster/knative.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -20,14 +28,6 @@ import {
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import { applyManifests } from '../../../devcluster/apply.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { hookMethods } from '../../../devcluster/gate/hooks.ts';
-import type { GateProcess } from '../../../devcluster/gate/process.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld, revisionMethods } from '../../../devcluster/gate/revisions.ts';
-import { knativeServingCrdDir } from '../../../devcluster/knative.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { gateKubeconfig, replicaPorts, startReplica } from './_gates.ts';
 import { freshCluster, type Installed } from './_support.ts';
 

@@ -12,17 +12,17 @@
 // dedupe key), so a hook runs each attempt once.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { type HookMethods, hookMethods } from '@knative-prestart/devcluster/gate/hooks.ts';
+import type { GatePorts, GateProcess } from '@knative-prestart/devcluster/gate/process.ts';
+import { asyncReply, syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld, type RevisionMethods, revisionMethods } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { knativeServingCrdDir } from '@knative-prestart/devcluster/knative.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
 import { HOOKS_ANNOTATION, REASON_ANNOTATION } from '../../../api/types.ts';
-import { applyManifests } from '../../../devcluster/apply.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { type HookMethods, hookMethods } from '../../../devcluster/gate/hooks.ts';
-import type { GatePorts, GateProcess } from '../../../devcluster/gate/process.ts';
-import { asyncReply, syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld, type RevisionMethods, revisionMethods } from '../../../devcluster/gate/revisions.ts';
-import { knativeServingCrdDir } from '../../../devcluster/knative.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { type Balancer, startBalancer } from './_balancer.ts';
 import { gateKubeconfig, replicaPorts, startReplica } from './_gates.ts';
 import { type PreviousRelease, previousRelease } from './_previous.ts';

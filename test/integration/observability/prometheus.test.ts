@@ -6,15 +6,15 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { type Prometheus, startPrometheus } from '@knative-prestart/devcluster/prometheus.ts';
+import { WaitTimeoutError, waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { REVISIONS } from '../../../api/resources.ts';
 import { APPROVAL_ANNOTATION, HOLD_LABEL } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
-import { type Prometheus, startPrometheus } from '../../../devcluster/prometheus.ts';
-import { WaitTimeoutError, waitFor } from '../../../devcluster/wait.ts';
 import { APPROVAL_BY_ANNOTATION } from '../../../hooks/builtin/approval/decision.ts';
 
 const RULES = new URL('../../../config/monitoring/prometheus-rules.yaml', import.meta.url).pathname;

@@ -1,14 +1,15 @@
 // One trace across the bus, exported over OTLP to a real receiver (Jaeger v2, built from its Go
 // module): the gate's run span, the attempt span the request's traceparent names, the hook SDK's
 // handler span continuing it, and the gate's reply span joining from the reply's traceparent.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type Jaeger, type JaegerSpan, startJaeger } from '@knative-prestart/devcluster/jaeger.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type Jaeger, type JaegerSpan, startJaeger } from '../../../devcluster/jaeger.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { attemptSpanId, runSpanId, runTraceId } from '../../../gate/telemetry/tracing.ts';
 import { type HookServer, serveHook, succeed } from '../../../hooks/sdk/index.ts';
 

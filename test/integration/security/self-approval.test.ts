@@ -5,10 +5,10 @@
 // refuses, and the Revision stays held. An approver of another namespace is refused too; one
 // bound cluster-wide approves.
 import { randomBytes } from 'node:crypto';
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { runCli } from '../../support/hook-cli.ts';
 import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from '../builtin/_support.ts';
 

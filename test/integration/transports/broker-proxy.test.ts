@@ -1,12 +1,13 @@
 // The Broker transport through a real HTTP forward proxy on 127.0.0.1, the way a gate reaches a
 // cluster-local Broker address (broker-ingress.knative-eventing.svc.cluster.local, which does not
 // resolve here) from outside the cluster network or behind an egress proxy.
+
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { type ServiceProxy, startServiceProxy, type Upstream } from '@knative-prestart/devcluster/service-proxy.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import pino from 'pino';
 import type { HookDelivery } from '../../../api/types.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { type ServiceProxy, startServiceProxy, type Upstream } from '../../../devcluster/service-proxy.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { type BackgroundResult, type BrokerTransportOptions, createBrokerTransport } from '../../../emitter/broker.ts';
 import { TransportError } from '../../../emitter/transport.ts';
 import { requestEvent } from '../../support/events.ts';

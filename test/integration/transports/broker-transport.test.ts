@@ -1,11 +1,12 @@
 // The Broker transport against a real HTTP server standing in as the Broker ingress (the real
 // Broker is exercised end to end elsewhere): address lookup and caching, retries with backoff,
 // and a busy ingress that must not hold the gate.
+
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import pino from 'pino';
 import type { HookDelivery } from '../../../api/types.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { type BackgroundResult, createBrokerTransport } from '../../../emitter/broker.ts';
 import { type Transport, TransportError } from '../../../emitter/transport.ts';
 import { requestEvent } from '../../support/events.ts';

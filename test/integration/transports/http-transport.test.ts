@@ -1,7 +1,8 @@
 // The direct HTTP transport against a real express server on 127.0.0.1 playing each kind of hook.
+
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
 import test from 'ava';
 import express from 'express';
-import { freePorts } from '../../../devcluster/ports.ts';
 import { createHttpTransport } from '../../../emitter/http.ts';
 import { TransportError } from '../../../emitter/transport.ts';
 import type { Message } from '../../../schemas/event.ts';

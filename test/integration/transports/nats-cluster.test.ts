@@ -1,12 +1,13 @@
 // The gate's NATS transport and sink on a real three-node JetStream cluster: streams left with one
 // copy by an older gate (or made by hand) are brought to three when the gate starts, its durable
 // with them, and a server list whose first server is down still connects.
+
+import { startNatsCluster } from '@knative-prestart/devcluster/nats-cluster.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import { AckPolicy, connect } from 'nats';
 import pino from 'pino';
-import { startNatsCluster } from '../../../devcluster/nats-cluster.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
 import { createNatsSink } from '../../../sinks/nats.ts';
 import { GATE_REPLIES_DURABLE, natsServerList, STREAMS } from '../../../transport/nats.ts';

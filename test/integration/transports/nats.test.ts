@@ -1,11 +1,12 @@
 // Requests and replies through a real nats-server with JetStream (one server per test, so the
 // streams and consumers of one test never see another's messages).
+
+import { type NatsServer, startNatsServer } from '@knative-prestart/devcluster/nats.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import { AckPolicy, connect, type NatsConnection } from 'nats';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { createNatsTransport } from '../../../emitter/nats.ts';
 import { TransportError } from '../../../emitter/transport.ts';
 import { sendReply } from '../../../hooks/sdk/nats.ts';

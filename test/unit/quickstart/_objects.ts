@@ -1,9 +1,10 @@
 // The demo namespace's objects as the quickstart's watches see them, at the moments that matter:
 // the Revision held, the hook running, the release, the pod with its binding, the Service Ready.
+
+import type { CoreEvent, KnativeObject } from '@knative-prestart/devcluster/knative-client.ts';
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { RunObject } from '../../../api/resources.ts';
 import { HOLD_LABEL, type HookStatus } from '../../../api/types.ts';
-import type { CoreEvent, KnativeObject } from '../../../devcluster/knative-client.ts';
 import type { DemoTarget } from '../../../examples/quickstart/milestones.ts';
 import type { DemoObjects } from '../../../examples/quickstart/view.ts';
 

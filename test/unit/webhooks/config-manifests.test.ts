@@ -1,8 +1,8 @@
 // The install manifests in config/: they parse, and their parts agree with each other and with
 // the gate's code. (What the apiserver makes of them is checked against a real one.)
 import { readdirSync, readFileSync } from 'node:fs';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
 import test from 'ava';
-import { parseManifests } from '../../../devcluster/apply.ts';
 
 type Doc = ReturnType<typeof parseManifests>[number] & Record<string, unknown>;
 const dir = new URL('../../../config/', import.meta.url);

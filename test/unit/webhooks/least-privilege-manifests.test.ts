@@ -3,8 +3,8 @@
 // namespace Role with verbs ["*"] cannot hold them) and granted to the one identity meant to hold
 // each. What the apiserver makes of it: test/integration/security/can-i.test.ts.
 import { readdirSync, readFileSync } from 'node:fs';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
 import test from 'ava';
-import { parseManifests } from '../../../devcluster/apply.ts';
 
 interface Rule {
   apiGroups?: string[];

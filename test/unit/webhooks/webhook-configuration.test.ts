@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
 import type { V1MutatingWebhookConfiguration } from '@kubernetes/client-node';
 import test from 'ava';
-import { parseManifests } from '../../../devcluster/apply.ts';
 import {
   buildWebhookConfiguration,
   sameWebhookConfiguration,

@@ -6,9 +6,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { startCluster } from '../../devcluster/control-plane.ts';
-import { ClusterStartError } from '../../devcluster/errors.ts';
-import { PID_STATE_FILE, type PidState } from '../../devcluster/leftovers.ts';
+import { startCluster } from '../../control-plane.ts';
+import { ClusterStartError } from '../../errors.ts';
+import { PID_STATE_FILE, type PidState } from '../../leftovers.ts';
 
 function lastLine(err: Error): string {
   return err.message.trimEnd().split('\n').pop() ?? '';

@@ -4,10 +4,10 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { parseManifests } from '../../../devcluster/apply.ts';
-import { createCertificateAuthority, issueCertificate } from '../../../devcluster/certs.ts';
-import { startHttpsServer } from '../../../devcluster/https-server.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
+import { parseManifests } from '../../apply.ts';
+import { createCertificateAuthority, issueCertificate } from '../../certs.ts';
+import { startHttpsServer } from '../../https-server.ts';
+import { waitFor } from '../../wait.ts';
 
 test('waitFor returns the first truthy result and names what never happened on timeout', async (t) => {
   let calls = 0;

@@ -15,11 +15,11 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import { applyManifests } from '../../devcluster/apply.ts';
-import type { Cluster } from '../../devcluster/control-plane.ts';
-import { startHttpsServer } from '../../devcluster/https-server.ts';
-import { sharedCluster } from '../../devcluster/shared.ts';
-import { waitFor } from '../../devcluster/wait.ts';
+import { applyManifests } from '../../apply.ts';
+import type { Cluster } from '../../control-plane.ts';
+import { startHttpsServer } from '../../https-server.ts';
+import { sharedCluster } from '../../shared.ts';
+import { waitFor } from '../../wait.ts';
 
 const suffix = randomBytes(3).toString('hex');
 const ns = `proof-${suffix}`;
