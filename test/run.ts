@@ -117,7 +117,7 @@ function avaArgs(args: string[]): string[] {
   return namesFiles ? args : [...DEFAULT_FILES, ...args];
 }
 
-/** True when the run includes test/integration/install/ (the default set does). */
+/** True when the run includes test/integration/release/ (the default set does). */
 function selectsInstallTests(args: string[]): boolean {
   if (e2e) return false;
   const files = args.filter((a) => !a.startsWith('-'));
@@ -126,7 +126,7 @@ function selectsInstallTests(args: string[]): boolean {
     !named ||
     files.some(
       (a) =>
-        a.startsWith('test/integration/install') || a === 'test/integration' || a === 'test/integration/' || a === 'test' || a === 'test/',
+        a.startsWith('test/integration/release') || a === 'test/integration' || a === 'test/integration/' || a === 'test' || a === 'test/',
     )
   );
 }

@@ -1,4 +1,4 @@
-// The image of `npm run image` as the real node's kubelet runs it (what test/integration/install/
+// The image of `npm run image` as the real node's kubelet runs it (what test/integration/release/
 // image.test.ts checked with a kubelet imitation, _pod.ts, both retired for this file): the
 // release installed as the README says (test/e2e/_gate-pods-setup.ts), then, inside the gate's
 // pods, the process the container runs, and, in a one-shot pod of the same image as the release's

@@ -28,7 +28,7 @@ import { BROKER_CLASS_ANNOTATION, brokerAudience } from '../../../emitter/broker
 import { toBinary } from '../../../schemas/index.ts';
 import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
 import { replyTriggerName, requestTriggerName } from '../../../triggers/names.ts';
-import { type FakeIngress, type IngressHit, startFakeIngress } from '../transports/_ingress.ts';
+import { type FakeIngress, type IngressHit, startFakeIngress } from '../emitter/_ingress.ts';
 
 // A control plane of this file's own (devcluster/shared.ts starts one when none is given):
 // test/integration/triggers/triggers.test.ts needs the shared cluster without the Trigger CRD at

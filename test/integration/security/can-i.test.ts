@@ -15,7 +15,7 @@ import { AuthorizationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type
 import test from 'ava';
 import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { WEBHOOK_CERT_SECRET } from '../../../gate/webhooks/certs.ts';
-import { bindHooksIn, installBuiltinConfig } from '../builtin/_support.ts';
+import { bindHooksIn, installBuiltinConfig } from '../hooks/builtin/_support.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';
 
 const SA_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart'];

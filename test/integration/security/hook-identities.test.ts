@@ -12,7 +12,7 @@ import test from 'ava';
 import { statusOf } from '../../../api/kube-errors.ts';
 import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { certSecretName } from '../../../gate/webhooks/tls.ts';
-import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from '../builtin/_support.ts';
+import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from '../hooks/builtin/_support.ts';
 
 let env: GateEnv;
 

@@ -10,7 +10,7 @@ import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
 import { runCli } from '../../support/hook-cli.ts';
-import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from '../builtin/_support.ts';
+import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from '../hooks/builtin/_support.ts';
 
 let env: GateEnv;
 const kubeconfigs: Record<'owner' | 'elsewhere' | 'approver', string> = { owner: '', elsewhere: '', approver: '' };
