@@ -5,8 +5,10 @@
 // loop every sender shares, and imports only the contract. emitter and sinks are siblings and never
 // import each other. Inside gate/, gate/core is the pure core (api/ and itself, nothing else: no
 // node: builtins, no npm packages); hooks/sdk is what hook authors run, so it reaches only the
-// contract and transport/. Product code never imports the local cluster (devcluster/), tests,
-// benches or examples; of devcluster/, only devcluster/gate/ runs the product.
+// contract and transport/. Product code never imports the local cluster (the workspace package
+// @knative-prestart/devcluster, in devcluster/), tests, benches or examples; of devcluster/, only
+// devcluster/gate/ runs the product, and the rest of the repository reaches devcluster/ by its
+// package name only (devcluster/README.md).
 // The gate's shell around its core is in rooms, one job each (README, "Layout"); ROOMS says which
 // rooms each may import, so the rooms stack up with no cycle between them and only gate/gate.ts,
 // the wiring, sees them all.
@@ -117,17 +119,40 @@ module.exports = {
     },
     {
       name: 'product-imports-non-product',
-      comment: 'the product (what `npm run build` ships) never imports the local cluster, tests, benches or examples',
+      comment: 'the product (what `npm run build` ships) never imports tests, benches or examples',
       severity: 'error',
-      from: { path: `^(${PRODUCT})/` },
-      to: { path: '^(devcluster|test|bench|examples)/' },
+      from: { path: `^(${PRODUCT}|release)/` },
+      to: { path: '^(test|bench|examples)/' },
+    },
+    {
+      name: 'product-imports-devcluster',
+      comment:
+        'the product (and release/, which writes what an admin installs) never imports the local cluster, by path or by ' +
+        'its package name @knative-prestart/devcluster (a workspace link, resolved to devcluster/ or kept as node_modules/)',
+      severity: 'error',
+      from: { path: `^(${PRODUCT}|release)/` },
+      to: { path: '^(devcluster|node_modules/@knative-prestart/devcluster)/' },
+    },
+    {
+      name: 'devcluster-by-package-name',
+      comment: 'devcluster/ is a workspace package: the rest of the repository imports it as @knative-prestart/devcluster/<file>.ts',
+      severity: 'error',
+      from: { pathNot: '^devcluster/' },
+      to: { path: '^devcluster/', dependencyTypesNot: ['aliased-workspace'] },
     },
     {
       name: 'devcluster-imports-product',
       comment: 'devcluster/ is a control plane of its own; only devcluster/gate/ runs the gate on it',
       severity: 'error',
       from: { path: '^devcluster/', pathNot: '^devcluster/gate/' },
-      to: { path: `^(${PRODUCT})/` },
+      to: { path: `^(${PRODUCT}|release)/` },
+    },
+    {
+      name: 'devcluster-imports-its-users',
+      comment: 'devcluster/ serves the tests, benches and examples, and imports none of them',
+      severity: 'error',
+      from: { path: '^devcluster/' },
+      to: { path: '^(test|bench|examples|scripts)/' },
     },
     {
       name: 'imports-test',

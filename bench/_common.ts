@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { PID_STATE_FILE, type PidState } from '../devcluster/leftovers.ts';
+import { PID_STATE_FILE, type PidState } from '@knative-prestart/devcluster/leftovers.ts';
 
 export interface Summary {
   n: number;

@@ -4,8 +4,8 @@
 // Revision (user-container and queue-proxy, with the queue-proxy's environment). Sizes matter
 // here: the gate's memory is the figure, so nothing is made lighter than the real thing.
 import { readFileSync } from 'node:fs';
+import type { BulkWriter } from '@knative-prestart/devcluster/bulk.ts';
 import yaml from 'js-yaml';
-import type { BulkWriter } from '../devcluster/bulk.ts';
 import { knativeRevision } from './_revision.ts';
 
 export const SERVING = 'serving.knative.dev/v1';

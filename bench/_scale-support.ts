@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ReceivedRequest } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { GATE_CLI_ENV, type GateProcess, listenArgs, startGateProcess } from '@knative-prestart/devcluster/gate/process.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
-import type { ReceivedRequest } from '../devcluster/gate/hook-server.ts';
-import { GATE_CLI_ENV, type GateProcess, listenArgs, startGateProcess } from '../devcluster/gate/process.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import { memoryKiB } from './_common.ts';
 
 // --- hook services -------------------------------------------------------------------------

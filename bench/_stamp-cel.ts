@@ -8,12 +8,12 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
+import { cacheDir, pinnedVersions } from '@knative-prestart/devcluster/binaries.ts';
+import type { BulkWriter } from '@knative-prestart/devcluster/bulk.ts';
+import { kubeRequest, statusMessage } from '@knative-prestart/devcluster/kube-request.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION } from '../api/types.ts';
-import { parseManifests } from '../devcluster/apply.ts';
-import { cacheDir, pinnedVersions } from '../devcluster/binaries.ts';
-import type { BulkWriter } from '../devcluster/bulk.ts';
-import { kubeRequest, statusMessage } from '../devcluster/kube-request.ts';
 import { load, table } from './_common.ts';
 
 const PER_CALL_LIMIT = 1_000_000;

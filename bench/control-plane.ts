@@ -3,15 +3,15 @@
 //
 //   node --import tsx bench/control-plane.ts                      start, measure, stop
 //   node --import tsx bench/control-plane.ts --starts 3           three start/stop cycles
-//   node --import tsx bench/control-plane.ts test/integration/cluster.test.ts
+//   node --import tsx bench/control-plane.ts devcluster/test/integration/cluster.test.ts
 //        runs those ava files against the cluster first, so VmHWM is the peak while they ran
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { startCluster } from '../devcluster/control-plane.ts';
-import { PID_STATE_FILE, type PidState } from '../devcluster/leftovers.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../devcluster/shared.ts';
+import { startCluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { PID_STATE_FILE, type PidState } from '@knative-prestart/devcluster/leftovers.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
 
 function memoryKiB(pid: number): { hwm: number; rss: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -20,12 +20,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { GATE_CLI_ENV, type GateProcess, spawnGate } from '@knative-prestart/devcluster/gate/process.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { gateEnv } from '../devcluster/gate/env.ts';
-import { startHookServer } from '../devcluster/gate/hook-server.ts';
-import { GATE_CLI_ENV, type GateProcess, spawnGate } from '../devcluster/gate/process.ts';
-import { freePorts } from '../devcluster/ports.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import {
   controlPlaneMemory,
   inBatches,

@@ -15,16 +15,16 @@
 //   node --import tsx bench/observability-overhead.ts [--revisions 40]
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { type Jaeger, startJaeger } from '@knative-prestart/devcluster/jaeger.ts';
+import { type Prometheus, startPrometheus } from '@knative-prestart/devcluster/prometheus.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { Watch } from '@kubernetes/client-node';
 import type { RevisionObject } from '../api/resources.ts';
 import type { PrestartRunView } from '../api/types.ts';
-import { type GateEnv, gateEnv } from '../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../devcluster/gate/replies.ts';
-import { isHeld } from '../devcluster/gate/revisions.ts';
-import { type Jaeger, startJaeger } from '../devcluster/jaeger.ts';
-import { type Prometheus, startPrometheus } from '../devcluster/prometheus.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import { decide } from '../gate/core/index.ts';
 import type { Observed } from '../gate/core/types.ts';
 import { createMetrics } from '../gate/telemetry/metrics.ts';

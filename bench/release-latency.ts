@@ -12,13 +12,13 @@
 //   node --import tsx bench/release-latency.ts [--revisions 100]
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import type { RevisionObject } from '../api/resources.ts';
-import { gateEnv } from '../devcluster/gate/env.ts';
-import { type ReceivedRequest, startHookServer } from '../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../devcluster/gate/replies.ts';
-import { isHeld } from '../devcluster/gate/revisions.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import { inBatches, load, ms, reproduce, retryOnWebhookReset, summarize, table, webhookResets } from './_common.ts';
 
 const { values: args } = parseArgs({ options: { revisions: { type: 'string', default: '100' } } });

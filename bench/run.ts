@@ -6,8 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Cluster, startCluster } from '../devcluster/control-plane.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../devcluster/shared.ts';
+import { type Cluster, startCluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const hold = process.argv.includes('--hold');

@@ -38,6 +38,13 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { BulkError, bulkWriter, inParallel } from '@knative-prestart/devcluster/bulk.ts';
+import { compactEtcd } from '@knative-prestart/devcluster/etcd-compact.ts';
+import { gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import type { ReceivedRequest } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply, syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   ApiextensionsV1Api,
   CustomObjectsApi,
@@ -47,13 +54,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { HOLD_LABEL, type PrestartRunStatus } from '../api/types.ts';
-import { BulkError, bulkWriter, inParallel } from '../devcluster/bulk.ts';
-import { compactEtcd } from '../devcluster/etcd-compact.ts';
-import { gateEnv } from '../devcluster/gate/env.ts';
-import type { ReceivedRequest } from '../devcluster/gate/hook-server.ts';
-import { asyncReply, syncReply } from '../devcluster/gate/replies.ts';
-import { freePorts } from '../devcluster/ports.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import { controlPlaneMemory, histogram, load, meanMsBetween, memoryKiB, summarize, table } from './_common.ts';
 import {
   apiPath,

@@ -23,15 +23,16 @@
 // prestart_gate_kube_request_duration_seconds) and as the apiserver did (apiserver_request_duration_seconds).
 //
 //   --http-only   leaves out the Broker (no Eventing controllers; quicker)
+
+import { bulkWriter } from '@knative-prestart/devcluster/bulk.ts';
+import { gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { condition, firstSighting, Knative, type KnativeObject, watchCollection } from '@knative-prestart/devcluster/knative-client.ts';
+import { startKnativeEventing } from '@knative-prestart/devcluster/knative-eventing.ts';
+import { startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
 import { HOLD_LABEL, type PrestartHookSpec, type PrestartRunStatus } from '../api/types.ts';
-import { bulkWriter } from '../devcluster/bulk.ts';
-import { gateEnv } from '../devcluster/gate/env.ts';
-import { startHookServer } from '../devcluster/gate/hook-server.ts';
-import { syncReply } from '../devcluster/gate/replies.ts';
-import { condition, firstSighting, Knative, type KnativeObject, watchCollection } from '../devcluster/knative-client.ts';
-import { startKnativeEventing } from '../devcluster/knative-eventing.ts';
-import { startKnativeServing } from '../devcluster/knative-serving.ts';
-import { freePorts } from '../devcluster/ports.ts';
 import { histogram, meanMsBetween } from './_common.ts';
 
 const args = process.argv.slice(2);

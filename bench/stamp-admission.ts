@@ -33,14 +33,14 @@
 //        [--warmup 20] [--without-knative] [--without-cel]
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { applyManifests, parseManifests } from '@knative-prestart/devcluster/apply.ts';
+import { type BulkWriter, bulkWriter } from '@knative-prestart/devcluster/bulk.ts';
+import { gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { HOLD_LABEL, HOOKS_ANNOTATION, type PrestartHookSpec } from '../api/types.ts';
-import { applyManifests, parseManifests } from '../devcluster/apply.ts';
-import { type BulkWriter, bulkWriter } from '../devcluster/bulk.ts';
-import { gateEnv } from '../devcluster/gate/env.ts';
-import { type KnativeServing, startKnativeServing } from '../devcluster/knative-serving.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../devcluster/shared.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import { STAMP_POLICIES } from '../gate/webhooks/stamp-path.ts';
 import { webhookConfigurationName } from '../gate/webhooks/tls.ts';
 import { histogram, load, ms, reproduce, summarize, table, webhookResets } from './_common.ts';

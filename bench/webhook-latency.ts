@@ -17,11 +17,11 @@
 import { randomBytes } from 'node:crypto';
 import https from 'node:https';
 import { parseArgs } from 'node:util';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HttpsTestServer, startHttpsServer } from '@knative-prestart/devcluster/https-server.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import express from 'express';
-import { type GateEnv, gateEnv } from '../devcluster/gate/env.ts';
-import { type HttpsTestServer, startHttpsServer } from '../devcluster/https-server.ts';
-import { waitFor } from '../devcluster/wait.ts';
 import { webhookConfigurationName } from '../gate/webhooks/tls.ts';
 import { load, ms, reproduce, retryOnWebhookReset, type Summary, summarize, table, webhookResets } from './_common.ts';
 import { admissionReview, knativeRevision } from './_revision.ts';

@@ -26,13 +26,16 @@ export function cacheDir(): string {
   return process.env.KNATIVE_PRESTART_CACHE || join(homedir(), '.cache', 'knative-prestart');
 }
 
+/** The pinned versions of every component this package builds (KEY=value lines, shell quoting). */
+export const VERSIONS_FILE = join(here, 'versions.env');
+
 /** The env variable naming another versions file than versions.env (a compatibility-matrix cell's). */
 export const VERSIONS_FILE_ENV = 'KNATIVE_PRESTART_VERSIONS';
 
 /** The pinned versions from versions.env, or the file $KNATIVE_PRESTART_VERSIONS names (KEY=value lines, shell quoting). */
 export function pinnedVersions(): Record<string, string> {
   const out: Record<string, string> = {};
-  const file = process.env[VERSIONS_FILE_ENV] || join(here, 'versions.env');
+  const file = process.env[VERSIONS_FILE_ENV] || VERSIONS_FILE;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     const m = /^([A-Z0-9_]+)=(?:"([^"]*)"|(\S*))/.exec(line.trim());
     const value = m?.[2] ?? m?.[3];

@@ -13,11 +13,11 @@
 //   npm run release -- --image REGISTRY/knative-prestart@sha256:<digest>   an image built elsewhere (docker build)
 //   npm run release -- --out DIR                         somewhere else than release/
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import yaml from 'js-yaml';
-import { cacheDir } from '../devcluster/binaries.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -58,9 +58,17 @@ export function version(): string {
   return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
+/**
+ * Where image/build.sh keeps what it builds: its own default and variable, read here rather than
+ * imported, since the release is product and the local cluster's code (which shares that cache) is not.
+ */
+function imageCacheDir(): string {
+  return join(process.env.KNATIVE_PRESTART_CACHE || join(homedir(), '.cache', 'knative-prestart'), 'images');
+}
+
 /** What image/build.sh recorded about the image it built last for this version. */
 export function localImage(): LocalImage {
-  const file = join(cacheDir(), 'images', `knative-prestart-${version()}.json`);
+  const file = join(imageCacheDir(), `knative-prestart-${version()}.json`);
   if (!existsSync(file))
     throw new Error(`no image built yet (${file} is missing): run npm run image, or pass --image NAME@sha256:<digest>`);
   return JSON.parse(readFileSync(file, 'utf8')) as LocalImage;

@@ -2,7 +2,7 @@
 // runs every ava test file against it, stops it however ava ends, and exits with ava's code.
 //
 //   npm test                              all unit and integration tests
-//   npm test -- test/integration/x.test.ts   only these files (any ava flags pass through)
+//   npm test -- test/integration/x.test.ts   only these files or folders (devcluster/test/ too; any ava flags pass through)
 //   npm run test:e2e                      (--e2e) the end-to-end suite against Knative Serving's
 //                                         own controllers, with test/e2e/ava.config.mjs
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -11,15 +11,23 @@ import { constants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
-import { BUILD_SCRIPT_PATH } from '../devcluster/binaries.ts';
-import { type Cluster, startCluster } from '../devcluster/control-plane.ts';
-import { ClusterStartError } from '../devcluster/errors.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../devcluster/shared.ts';
+import { BUILD_SCRIPT_PATH } from '@knative-prestart/devcluster/binaries.ts';
+import { type Cluster, startCluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { ClusterStartError } from '@knative-prestart/devcluster/errors.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const e2e = process.argv.includes('--e2e');
 const cliArgs = process.argv.slice(2).filter((a) => a !== '--e2e');
-const DEFAULT_FILES = e2e ? ['test/e2e/**/*.test.ts'] : ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'];
+// The devcluster package's own tests run here too, on the same cluster (devcluster/README.md).
+const DEFAULT_FILES = e2e
+  ? ['test/e2e/**/*.test.ts']
+  : [
+      'test/unit/**/*.test.ts',
+      'test/integration/**/*.test.ts',
+      'devcluster/test/unit/**/*.test.ts',
+      'devcluster/test/integration/**/*.test.ts',
+    ];
 const E2E_AVA_CONFIG = 'test/e2e/ava.config.mjs';
 
 const say = (line: string) => process.stdout.write(`test/run: ${line}\n`);
@@ -100,22 +108,25 @@ function testCounter() {
   };
 }
 
+/** A test file or folder among the arguments (anything else not a flag is a flag's value). */
+const namesTests = (a: string) => a.endsWith('.ts') || a.startsWith('test/') || a.startsWith('devcluster/');
+
 /** Files or folders among the arguments replace the default globs; flags pass through. */
 function avaArgs(args: string[]): string[] {
-  const namesFiles = args.some((a) => !a.startsWith('-') && (a.endsWith('.ts') || a.startsWith('test/')));
+  const namesFiles = args.some((a) => !a.startsWith('-') && namesTests(a));
   return namesFiles ? args : [...DEFAULT_FILES, ...args];
 }
 
-/** True when the run includes test/integration/install/ (the default set does). */
+/** True when the run includes test/integration/release/ (the default set does). */
 function selectsInstallTests(args: string[]): boolean {
   if (e2e) return false;
   const files = args.filter((a) => !a.startsWith('-'));
-  const named = files.some((a) => a.endsWith('.ts') || a.startsWith('test/'));
+  const named = files.some(namesTests);
   return (
     !named ||
     files.some(
       (a) =>
-        a.startsWith('test/integration/install') || a === 'test/integration' || a === 'test/integration/' || a === 'test' || a === 'test/',
+        a.startsWith('test/integration/release') || a === 'test/integration' || a === 'test/integration/' || a === 'test' || a === 'test/',
     )
   );
 }

@@ -1,8 +1,9 @@
 // The end of the real-node demo: the app answers a real HTTP request, sent as the Route would
 // send it (no networking layer runs here) to Knative's activator, which forwards it to the
 // Revision's pod. The test app answers with its environment, so the answer shows the binding.
+
+import { KNATIVE_NAMESPACE } from '@knative-prestart/devcluster/knative-serving-pods.ts';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { KNATIVE_NAMESPACE } from '../../devcluster/knative-serving-pods.ts';
 import type { DemoTarget } from './milestones.ts';
 
 interface TestAppAnswer {

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { BUILD_SCRIPT, BUILD_SCRIPT_PATH, cacheDir } from '../../devcluster/binaries.ts';
+import { BUILD_SCRIPT, BUILD_SCRIPT_PATH, cacheDir } from '@knative-prestart/devcluster/binaries.ts';
 import type { Output } from './output.ts';
 import { seconds } from './summary.ts';
 

@@ -1,10 +1,11 @@
 // Phase 5's objects, as a platform admin and an app team would create them: the PrestartHook
 // that sends matching Revisions to the example hook, the app's namespace, and the Knative
 // Service whose template carries the annotation the hook matches.
+
+import { Knative, type KnativeObject } from '@knative-prestart/devcluster/knative-client.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { PrestartHookSpec } from '../../api/types.ts';
-import { Knative, type KnativeObject } from '../../devcluster/knative-client.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import type { DemoTarget } from './milestones.ts';
 
 export const BINDING_ANNOTATION = 'serving-binding';

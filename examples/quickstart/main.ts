@@ -8,9 +8,9 @@
 // load (run.ts) while the binaries are checked or built, and the first lines print at once.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { pinnedVersions } from '../../devcluster/binaries.ts';
-import { ClusterStartError } from '../../devcluster/errors.ts';
-import { aptAvailable, missingNodePackages, realNodeUnavailable } from '../../devcluster/node-check.ts';
+import { pinnedVersions } from '@knative-prestart/devcluster/binaries.ts';
+import { ClusterStartError } from '@knative-prestart/devcluster/errors.ts';
+import { aptAvailable, missingNodePackages, realNodeUnavailable } from '@knative-prestart/devcluster/node-check.ts';
 import { parseArgs, USAGE } from './args.ts';
 import { BuildError, buildBinaries } from './build.ts';
 import { keepAlive, QuickstartFailure, Session } from './session.ts';

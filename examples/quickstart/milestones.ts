@@ -1,8 +1,9 @@
 // The demo's milestones: when each step of the story was first seen (held, released, Deployment,
 // a pod Ready with the binding, the Service Ready), the rule for "done", and what a timeout names.
+
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { condition } from '@knative-prestart/devcluster/knative-client.ts';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
-import { condition } from '../../devcluster/knative-client.ts';
 import { type DemoObjects, podBinding, podReady } from './view.ts';
 
 const REVISION_LABEL = 'serving.knative.dev/revision';

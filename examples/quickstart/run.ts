@@ -1,10 +1,10 @@
 // Phases 2 to 5 of the quickstart (see main.ts): a control plane of its own, Knative Serving, the
 // project's manifests, the gate and the example hook, then the demo with its live view.
 import { join } from 'node:path';
-import { controlPlaneBinaries, pinnedVersions } from '../../devcluster/binaries.ts';
-import type { Cluster } from '../../devcluster/control-plane.ts';
-import { GATE_USER } from '../../devcluster/gate/env.ts';
-import type { RealNode } from '../../devcluster/node.ts';
+import { controlPlaneBinaries, pinnedVersions } from '@knative-prestart/devcluster/binaries.ts';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { GATE_USER } from '@knative-prestart/devcluster/gate/env.ts';
+import type { RealNode } from '@knative-prestart/devcluster/node.ts';
 import type { RunningGate } from '../../gate/gate.ts';
 import { askTheApp } from './answer.ts';
 import { createDemoService, DEMO, prepareDemo } from './demo.ts';

@@ -2,7 +2,7 @@
 // starts once the binaries are ready, and what to stop on the way out (last started, first stopped).
 // Kept free of heavy imports, so the first lines print while the rest of the code still loads.
 import { rmSync } from 'node:fs';
-import type { Cluster } from '../../devcluster/control-plane.ts';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
 import type { QuickstartOptions } from './args.ts';
 import { type Colors, colors, createOutput, type Output } from './output.ts';
 import { type Phase, PhaseClock, seconds } from './summary.ts';

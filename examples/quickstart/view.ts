@@ -1,10 +1,11 @@
 // What the live view says about the demo namespace: one line per object that tells the story
 // (Revision, the events on it, its PrestartRun and hooks, Deployment, pods, Service), derived
 // from the objects as last seen. Pure, so the wording and the "done" rule are unit-tested.
+
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { type CoreEvent, condition, type KnativeObject } from '@knative-prestart/devcluster/knative-client.ts';
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { RunObject } from '../../api/resources.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
-import { type CoreEvent, condition, type KnativeObject } from '../../devcluster/knative-client.ts';
 
 export interface DemoObjects {
   services: ReadonlyMap<string, KnativeObject>;

@@ -1,4 +1,4 @@
-// The previous release (PREVIOUS_RELEASE, test/integration/install/_previous.ts) as an image, for
+// The previous release (PREVIOUS_RELEASE, test/integration/release/_previous.ts) as an image, for
 // the upgrade on the real node. That commit predates image/ and release/: its README told an admin
 // to build it with `npm ci && npm run build` (tsc into dist/, entrypoint `node dist/gate/cli.js`)
 // and to put the image in config/500-gate.yaml. So: its tree (git archive, this tree's
@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { cacheDir } from '../../devcluster/binaries.ts';
-import { previousRelease } from '../integration/install/_previous.ts';
+import { cacheDir } from '@knative-prestart/devcluster/binaries.ts';
+import { previousRelease } from '../integration/release/_previous.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));

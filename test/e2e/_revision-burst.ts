@@ -9,11 +9,12 @@
 // exists, and the test creates each Secret only after the hook said, through the PrestartRun, that
 // it is waiting for it. So "released before its hook answered" is seen from outside the gate: a
 // Revision whose hold is lifted before its Secret was sent.
+
+import { kubeRequest, statusMessage } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import { REVISIONS, type Resource, RUNS } from '../../api/resources.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
-import { kubeRequest, statusMessage } from '../../devcluster/kube-request.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 
 export interface Refusal {
   name: string;

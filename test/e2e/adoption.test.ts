@@ -28,6 +28,15 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { cacheDir, pinnedVersions } from '@knative-prestart/devcluster/binaries.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { condition, Knative, type KnativeObject, waitForRevision } from '@knative-prestart/devcluster/knative-client.ts';
+import { KNATIVE_NAMESPACE, type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AdmissionregistrationV1Api,
   ApiException,
@@ -41,15 +50,6 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import { applyManifests } from '../../devcluster/apply.ts';
-import { cacheDir, pinnedVersions } from '../../devcluster/binaries.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../../devcluster/gate/replies.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
-import { condition, Knative, type KnativeObject, waitForRevision } from '../../devcluster/knative-client.ts';
-import { KNATIVE_NAMESPACE, type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import { refusal } from '../support/refusal.ts';
 
 const HASH_LABEL = 'serving.knative.dev/deployment-hash';

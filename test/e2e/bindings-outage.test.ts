@@ -11,16 +11,22 @@
 //     makes Knative try again at once (gate/core/refused-rollout.ts) instead of after its back-off.
 //     Either way its current Revision keeps serving all along.
 // Real here: Knative's reconcilers and webhook, Kubernetes' controllers, the gate, the policies.
+
+import { applyManifests, servesMutatingPolicies } from '@knative-prestart/devcluster/apply.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { condition, Knative, type KnativeObject, readyPodOf, waitForRevision } from '@knative-prestart/devcluster/knative-client.ts';
+import {
+  KNATIVE_NAMESPACE,
+  type KnativeServing,
+  QUEUE_SIDECAR_IMAGE,
+  startKnativeServing,
+} from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { applyManifests, servesMutatingPolicies } from '../../devcluster/apply.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../devcluster/gate/replies.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
-import { condition, Knative, type KnativeObject, readyPodOf, waitForRevision } from '../../devcluster/knative-client.ts';
-import { KNATIVE_NAMESPACE, type KnativeServing, QUEUE_SIDECAR_IMAGE, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import { RETRY_CREATE_ANNOTATION } from '../../gate/core/refused-rollout.ts';
 import { STAMP_POLICIES } from '../../gate/webhooks/stamp-path.ts';
 

@@ -23,21 +23,25 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import {
+  type ReceivedRequest,
+  type HookServer as RecordingServer,
+  startHookServer,
+} from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { completedFor } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { condition, Knative, waitForRevision } from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeEventing, startKnativeEventing } from '@knative-prestart/devcluster/knative-eventing.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import yaml from 'js-yaml';
 import pino from 'pino';
-import { applyManifests } from '../../devcluster/apply.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { type ReceivedRequest, type HookServer as RecordingServer, startHookServer } from '../../devcluster/gate/hook-server.ts';
-import { completedFor } from '../../devcluster/gate/replies.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
-import { condition, Knative, waitForRevision } from '../../devcluster/knative-client.ts';
-import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { freePorts } from '../../devcluster/ports.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../devcluster/shared.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import { type HookServer, serveHook, succeed } from '../../hooks/index.ts';
 import { toBinary } from '../../schemas/index.ts';
 import { DEFAULT_SINK_AUDIENCE } from '../../sinks/identity.ts';

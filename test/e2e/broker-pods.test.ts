@@ -27,14 +27,18 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { applyManifests, parseManifests } from '@knative-prestart/devcluster/apply.ts';
+import { cacheDir } from '@knative-prestart/devcluster/binaries.ts';
+import { hookMethods } from '@knative-prestart/devcluster/gate/hooks.ts';
+import { startIngressRouteStandIn } from '@knative-prestart/devcluster/ingress-route-stand-in.ts';
+import {
+  EVENTING_NAMESPACE,
+  type KnativeEventingPods,
+  startKnativeEventingPods,
+} from '@knative-prestart/devcluster/knative-eventing-pods.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { applyManifests, parseManifests } from '../../devcluster/apply.ts';
-import { cacheDir } from '../../devcluster/binaries.ts';
-import { hookMethods } from '../../devcluster/gate/hooks.ts';
-import { startIngressRouteStandIn } from '../../devcluster/ingress-route-stand-in.ts';
-import { EVENTING_NAMESPACE, type KnativeEventingPods, startKnativeEventingPods } from '../../devcluster/knative-eventing-pods.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import { replyTriggerName, requestTriggerName } from '../../triggers/names.ts';
 import { createKnativeService, knativeServiceReady, prestartRuns, throughActivator } from '../support/knative-service.ts';
 import {

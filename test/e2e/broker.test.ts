@@ -5,11 +5,9 @@
 // sink. Real here: Knative Serving's and Eventing's controllers, the MT broker ingress and filter,
 // the InMemoryChannel dispatcher, Kubernetes' controllers, the gate. Stand-ins: cluster DNS (the
 // service proxy, devcluster/service-proxy.ts) and, as in serving.test.ts, no networking layer.
-import type { V1Deployment } from '@kubernetes/client-node';
-import test from 'ava';
-import pino from 'pino';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import {
   condition,
   firstSighting,
@@ -18,12 +16,15 @@ import {
   readyPodOf,
   waitForRevision,
   watchCollection,
-} from '../../devcluster/knative-client.ts';
-import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { freePorts } from '../../devcluster/ports.ts';
-import { waitFor } from '../../devcluster/wait.ts';
+} from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeEventing, startKnativeEventing } from '@knative-prestart/devcluster/knative-eventing.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
+import type { V1Deployment } from '@kubernetes/client-node';
+import test from 'ava';
+import pino from 'pino';
 import { CancelledError, envContribution, type HookServer, serveHook, succeed, volumeContribution } from '../../hooks/index.ts';
 
 const BINDING = 'serving-binding';

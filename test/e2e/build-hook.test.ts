@@ -20,11 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { V1Deployment } from '@kubernetes/client-node';
-import test from 'ava';
-import pino from 'pino';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import {
   type CoreEvent,
   condition,
@@ -34,10 +31,13 @@ import {
   retryTimes,
   waitForRevision,
   watchCollection,
-} from '../../devcluster/knative-client.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { type Registry, startRegistry } from '../../devcluster/registry.ts';
-import { waitFor } from '../../devcluster/wait.ts';
+} from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { type Registry, startRegistry } from '@knative-prestart/devcluster/registry.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
+import type { V1Deployment } from '@kubernetes/client-node';
+import test from 'ava';
+import pino from 'pino';
 import { fail, type HookRequest, type HookServer, serveHook, succeed } from '../../hooks/index.ts';
 
 const run = promisify(execFile);

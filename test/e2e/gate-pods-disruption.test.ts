@@ -1,6 +1,6 @@
 // The gate as real pods (installed from the release, as test/e2e/gate-pods.test.ts does) through
 // what a cluster puts it through. The tests run in order, on one cluster:
-//   0. the upgrade from the previous release (PREVIOUS_RELEASE of test/integration/install/_previous.ts,
+//   0. the upgrade from the previous release (PREVIOUS_RELEASE of test/integration/release/_previous.ts,
 //      built as an image by _previous-image.ts) to this one, as the README's Upgrade section says,
 //      with Revisions held mid-flight: still held after it, each run carrying on with the request
 //      the previous release made, released once their hook answers;
@@ -29,6 +29,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { kubeRequest, statusMessage } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -42,8 +44,6 @@ import {
 import test, { type ExecutionContext } from 'ava';
 import { REVISIONS, type RevisionObject, RUNS, type RunObject } from '../../api/resources.ts';
 import { HOLD_LABEL } from '../../api/types.ts';
-import { kubeRequest, statusMessage } from '../../devcluster/kube-request.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import {
   buildRelease,
   createDbCredentialsHook,

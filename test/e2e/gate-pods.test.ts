@@ -14,11 +14,11 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
+import { knBinary } from '@knative-prestart/devcluster/kn.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import test from 'ava';
-import { knBinary } from '../../devcluster/kn.ts';
-import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 import {
   createDbCredentialsHook,
   GATE_NS,

@@ -1,4 +1,4 @@
-// The image of `npm run image` as the real node's kubelet runs it (what test/integration/install/
+// The image of `npm run image` as the real node's kubelet runs it (what test/integration/release/
 // image.test.ts checked with a kubelet imitation, _pod.ts, both retired for this file): the
 // release installed as the README says (test/e2e/_gate-pods-setup.ts), then, inside the gate's
 // pods, the process the container runs, and, in a one-shot pod of the same image as the release's
@@ -6,9 +6,10 @@
 // filesystem takes nothing away). The hold and release through the image's gate and its secret
 // hook are gate-pods.test.ts's. Needs: root, `build-binaries.sh node knative-serving-images`, `npm
 // run image`.
+
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { waitFor } from '../../devcluster/wait.ts';
 import {
   GATE_DEPLOYMENT,
   GATE_NS,

@@ -7,13 +7,9 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import test from 'ava';
-import pino from 'pino';
-import { PRESTART_CONDITION } from '../../api/types.ts';
-import { cacheDir, pinnedVersions } from '../../devcluster/binaries.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { knBinary } from '../../devcluster/kn.ts';
+import { cacheDir, pinnedVersions } from '@knative-prestart/devcluster/binaries.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { knBinary } from '@knative-prestart/devcluster/kn.ts';
 import {
   condition,
   conditionsLine,
@@ -21,9 +17,13 @@ import {
   type KnativeObject,
   waitForRevision,
   watchCollection,
-} from '../../devcluster/knative-client.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { waitFor } from '../../devcluster/wait.ts';
+} from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import test from 'ava';
+import pino from 'pino';
+import { PRESTART_CONDITION } from '../../api/types.ts';
 import { type HookServer, serveHook } from '../../hooks/index.ts';
 
 const run = promisify(execFile);

@@ -8,16 +8,16 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { type ApiServerSources, startApiServerSources } from '@knative-prestart/devcluster/knative-apiserversource.ts';
+import { type KnativeEventing, startKnativeEventing } from '@knative-prestart/devcluster/knative-eventing.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import yaml from 'js-yaml';
-import { applyManifests } from '../../devcluster/apply.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { startHookServer } from '../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../devcluster/gate/replies.ts';
-import { type ApiServerSources, startApiServerSources } from '../../devcluster/knative-apiserversource.ts';
-import { type KnativeEventing, startKnativeEventing } from '../../devcluster/knative-eventing.ts';
-import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 
 const DOCS = new URL('../../docs/operations.md', import.meta.url).pathname;
 const BROKER = 'default';

@@ -4,16 +4,17 @@
 // Deployment. When the gate comes back, each is requested once and released once its hook answers.
 // Real here: Knative's reconcilers and webhook, Kubernetes' controllers, the policies, the gate; the
 // hook is an HTTP server in this process that answers at once.
+
+import { servesMutatingPolicies } from '@knative-prestart/devcluster/apply.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { condition, Knative, type KnativeObject } from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { servesMutatingPolicies } from '../../devcluster/apply.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../devcluster/gate/replies.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
-import { condition, Knative, type KnativeObject } from '../../devcluster/knative-client.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 
 const HOOKED = { 'outage-held': 'yes' };
 const UPDATED = Array.from({ length: 50 }, (_, i) => `upd-${i}`);

@@ -7,11 +7,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cacheDir } from '@knative-prestart/devcluster/binaries.ts';
+import { realNodeUnavailable } from '@knative-prestart/devcluster/node-check.ts';
+import { nodeRoot } from '@knative-prestart/devcluster/node-host.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
 import test, { type ExecutionContext } from 'ava';
-import { cacheDir } from '../../devcluster/binaries.ts';
-import { realNodeUnavailable } from '../../devcluster/node-check.ts';
-import { nodeRoot } from '../../devcluster/node-host.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../devcluster/shared.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const TIMESTAMP = /^\d\d:\d\d:\d\d\.\d{3} /;

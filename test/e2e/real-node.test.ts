@@ -11,15 +11,15 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { controlPlaneBinaries } from '@knative-prestart/devcluster/binaries.ts';
+import { containerdLayout, ctr } from '@knative-prestart/devcluster/containerd.ts';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { type RealNode, realNodeUnavailable, startNode } from '@knative-prestart/devcluster/node.ts';
+import { iptablesChains, readSysctl, WATCHED_SYSCTLS } from '@knative-prestart/devcluster/node-host.ts';
+import { sharedCluster } from '@knative-prestart/devcluster/shared.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { controlPlaneBinaries } from '../../devcluster/binaries.ts';
-import { containerdLayout, ctr } from '../../devcluster/containerd.ts';
-import type { Cluster } from '../../devcluster/control-plane.ts';
-import { type RealNode, realNodeUnavailable, startNode } from '../../devcluster/node.ts';
-import { iptablesChains, readSysctl, WATCHED_SYSCTLS } from '../../devcluster/node-host.ts';
-import { sharedCluster } from '../../devcluster/shared.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 
 const NS = 'real-node-e2e';
 let cluster: Cluster;

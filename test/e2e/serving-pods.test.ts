@@ -9,19 +9,19 @@
 // Test setting: config-autoscaler stable-window and scale-to-zero-grace-period 6 s (the minimum;
 // defaults 60 s and 30 s) so scale to zero takes seconds, not minutes.
 
-import { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import test from 'ava';
-import { type Cluster, startCluster } from '../../devcluster/control-plane.ts';
-import { startIngressStandIn } from '../../devcluster/knative-client.ts';
+import { type Cluster, startCluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { startIngressStandIn } from '@knative-prestart/devcluster/knative-client.ts';
 import {
   KNATIVE_NAMESPACE,
   type KnativeServingPods,
   SERVING_DEPLOYMENTS,
   startKnativeServingPods,
-} from '../../devcluster/knative-serving-pods.ts';
-import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { type RealNode, realNodeUnavailable, startNode } from '../../devcluster/node.ts';
-import { waitFor } from '../../devcluster/wait.ts';
+} from '@knative-prestart/devcluster/knative-serving-pods.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { type RealNode, realNodeUnavailable, startNode } from '@knative-prestart/devcluster/node.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import test from 'ava';
 
 const NS = 'serving-pods-e2e';
 let cluster: Cluster | undefined;

@@ -6,13 +6,11 @@
 // once, not at Knative's next retry. Real here: Knative's reconcilers, its webhook, the HPA autoscaler class, Kubernetes'
 // controllers, the gate. Stand-in: the networking layer (startIngressStandIn), only where a test
 // reads Route/Service readiness or traffic; see docs/testing.md.
-import type { V1Deployment } from '@kubernetes/client-node';
-import test from 'ava';
-import pino from 'pino';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { startHookServer } from '../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../devcluster/gate/replies.ts';
-import { isHeld } from '../../devcluster/gate/revisions.ts';
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import {
   type CoreEvent,
   condition,
@@ -26,9 +24,12 @@ import {
   startIngressStandIn,
   waitForRevision,
   watchCollection,
-} from '../../devcluster/knative-client.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
-import { waitFor } from '../../devcluster/wait.ts';
+} from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
+import type { V1Deployment } from '@kubernetes/client-node';
+import test from 'ava';
+import pino from 'pino';
 import { provisionDatabase } from '../../examples/typescript-binding-hook/index.ts';
 import { kubernetesSecrets } from '../../examples/typescript-binding-hook/secrets.ts';
 import { type HookRequest, type HookServer, serveHook } from '../../hooks/index.ts';

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUILD_SCRIPT_PATH, cacheDir, VERSIONS_FILE_ENV } from '../../devcluster/binaries.ts';
+import { BUILD_SCRIPT_PATH, cacheDir, VERSIONS_FILE, VERSIONS_FILE_ENV } from '@knative-prestart/devcluster/binaries.ts';
 import { type Cell, cellVersionsFile, selectCells } from './cells.ts';
 import { type CellResult, mergeResults, parseRows, versionsOf, writeCells } from './report.ts';
 
@@ -63,7 +63,7 @@ async function runCell(c: Cell): Promise<CellResult> {
   const dir = join(cacheDir(), 'matrix');
   mkdirSync(dir, { recursive: true });
   const versionsFile = join(dir, `${c.id}.env`);
-  writeFileSync(versionsFile, cellVersionsFile(readFileSync(join(root, 'devcluster', 'versions.env'), 'utf8'), c));
+  writeFileSync(versionsFile, cellVersionsFile(readFileSync(VERSIONS_FILE, 'utf8'), c));
   const base = { id: c.id, versions: versionsOf(c), date: new Date().toISOString().slice(0, 10) };
 
   say(`${c.id}: building (${base.versions})`);

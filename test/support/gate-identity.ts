@@ -3,6 +3,8 @@
 // take one permission away from "the gate" without touching the real gate identity, which every
 // test file shares (RBAC has no deny rule).
 import { randomBytes } from 'node:crypto';
+import { GATE_USER, type GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AuthorizationV1Api,
   KubeConfig,
@@ -12,8 +14,6 @@ import {
   type V1PolicyRule,
   type V1Role,
 } from '@kubernetes/client-node';
-import { GATE_USER, type GateEnv } from '../../devcluster/gate/env.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 
 export interface Permission {
   /** API group; '' is the core group. */

@@ -1,9 +1,10 @@
 // What a user checks of a Knative Service on the real node: that it is Ready, and what its pod
 // answers through Knative's activator (no networking layer runs there: the request carries the
 // Revision in the headers an ingress would add).
+
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { kubeRequest } from '../../devcluster/kube-request.ts';
-import { waitFor } from '../../devcluster/wait.ts';
 
 export type ServiceStatus = {
   status?: { conditions?: { type: string; status: string; message?: string }[]; latestReadyRevisionName?: string };

@@ -5,6 +5,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { servesMutatingPolicies } from '@knative-prestart/devcluster/apply.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { Command } from 'commander';
@@ -12,12 +18,6 @@ import yaml from 'js-yaml';
 import { RUNS } from '../../../api/resources.ts';
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, PRESTART_CONDITION } from '../../../api/types.ts';
 import { registerPrestartCommands } from '../../../cli/prestart/commands.ts';
-import { servesMutatingPolicies } from '../../../devcluster/apply.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let hookServer: HookServer;

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheDir } from '../../../devcluster/binaries.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
+import { cacheDir } from '@knative-prestart/devcluster/binaries.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const PYTHON_EXAMPLE = join(ROOT, 'examples/python-binding-hook');

@@ -2,11 +2,11 @@
 // credentials it binds, never rotated by a resent request, and a hook without RBAC answers
 // `failed` with the API's refusal instead of releasing a Revision whose Secret does not exist.
 import { randomBytes } from 'node:crypto';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { sharedCluster } from '@knative-prestart/devcluster/shared.ts';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { sharedCluster } from '../../../devcluster/shared.ts';
 import { provisionDatabase } from '../../../examples/typescript-binding-hook/index.ts';
 import { credentials, kubernetesSecrets } from '../../../examples/typescript-binding-hook/secrets.ts';
 import type { HookContext, HookRequest } from '../../../hooks/index.ts';

@@ -1,14 +1,15 @@
 // Bad input to the running gate gets a clear error and changes nothing: replies for unknown
 // Revisions or hooks, stale attempts, duplicates, forgeries, malformed and oversized bodies, and
 // invalid PrestartHooks (refused by the CRD schema and CEL at apply time).
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import type { HookOverrides } from '@knative-prestart/devcluster/gate/hooks.ts';
+import { asyncReply, completedFor } from '@knative-prestart/devcluster/gate/replies.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException } from '@kubernetes/client-node';
 import test from 'ava';
 import type { RunObject } from '../../../api/resources.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import type { HookOverrides } from '../../../devcluster/gate/hooks.ts';
-import { asyncReply, completedFor } from '../../../devcluster/gate/replies.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { buildCompleted, KeyRing, toBinary, toStructured } from '../../../schemas/index.ts';
 

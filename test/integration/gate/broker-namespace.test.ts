@@ -6,11 +6,11 @@
 // change is one of the check's triggers) and waits for the Event on the hook and the gauge on the
 // gate's /metrics. Tests run in order, each from the state the previous one left.
 import { randomBytes } from 'node:crypto';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AuthorizationV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { HOOKS } from '../../../api/resources.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { REASON_CLOSED, REASON_OPEN } from '../../../gate/core/broker-namespace.ts';
 
 const suffix = randomBytes(3).toString('hex');

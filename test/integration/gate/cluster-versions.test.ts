@@ -2,10 +2,11 @@
 // (config/300-rbac.yaml): the apiserver's version, and Knative Serving's release from a CRD's
 // label. The CRD here is one of the test's own, labelled as an unsupported release, so that the
 // cluster the other tests share keeps its Knative CRDs as they are.
+
+import { GATE_GROUPS, GATE_USER, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import { judgeCluster, KNATIVE_REVISION_CRD } from '../../../api/compatibility.ts';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
 import { readClusterVersions } from '../../../gate/kube/cluster-versions.ts';
 
 const GROUP = `compat${process.pid}.prestart.test`;

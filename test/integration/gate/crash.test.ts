@@ -1,14 +1,15 @@
 // kill -9 of the gate at the worst moments, then a restart: nothing is lost, and the Revision is
 // released exactly when its hook succeeded. The gate runs as its own process (the CLI) and dies
 // by SIGKILL at a named crash point (KNATIVE_PRESTART_CRASH_AT, see gate/runtime/crashpoints.ts).
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { type GatePorts, type GateProcess, spawnGate } from '@knative-prestart/devcluster/gate/process.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { type GatePorts, type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let ports: GatePorts;

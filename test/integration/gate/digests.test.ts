@@ -3,15 +3,16 @@
 // refuses the release when the status names other digests after the hook was asked. Knative's
 // revision reconciler is played by the admin writing the Revision's status subresource, as
 // Knative does (its reconcileDigest); the hook answers only when the test says so.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { REVISIONS, type RevisionObject } from '../../../api/resources.ts';
 import type { ContainerImage } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { statusDigestTests } from '../../../gate/core/release-patch.ts';
 
 const IMAGE = 'dev.local/demo/app:v1';

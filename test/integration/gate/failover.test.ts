@@ -3,15 +3,16 @@
 // other takes the Lease once it expires, re-sends the unanswered request with the same
 // CloudEvent id, takes the hook's reply and releases the Revision. Both replicas are the CLI in
 // processes of their own.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { type GateProcess, spawnGate } from '@knative-prestart/devcluster/gate/process.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let hook: HookServer;

@@ -1,12 +1,13 @@
 // The gate's main promise, on the real control plane: a matching Revision is held before its
 // Deployment exists, its hook runs, the reply releases it, and its pods get the binding.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 

@@ -4,11 +4,12 @@
 // took over, and both controllers sent and wrote at once. Replica A reaches the apiserver
 // through a TCP proxy that the test freezes (no error, no answer: a half-open connection);
 // replica B reaches it directly.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import type { GateConfig } from '../../../gate/config.ts';
 import { type RunningGate, startGate } from '../../../gate/gate.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';

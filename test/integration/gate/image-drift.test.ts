@@ -12,15 +12,16 @@
 // kwok node where nothing runs. A kubelet's report of what a container runs is played by the admin
 // writing the pod's status.containerStatuses[].imageID through the pods/status subresource, once
 // kwok has marked the pod Running (kwok writes no imageID).
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { PatchStrategy, setHeaderOptions, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import test from 'ava';
 import { Command } from 'commander';
 import type { RevisionObject, RunObject } from '../../../api/resources.ts';
 import { registerPrestartCommands } from '../../../cli/prestart/commands.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { REASON_IMAGE_DRIFT } from '../../../gate/core/drift.ts';
 
 const APPROVED = `sha256:${'a'.repeat(64)}`;

@@ -3,11 +3,12 @@
 // gate stopping during a relist (a replica stepping down, a pod ending) opened a fresh watch
 // afterwards, which held a connection, and the process, for up to the watch's 5 to 10 minutes.
 // The informer dials the apiserver through a TCP proxy that counts its open connections.
+
+import { sharedCluster } from '@knative-prestart/devcluster/shared.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { CoreV1Api, KubeConfig, type V1Namespace } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import { sharedCluster } from '../../../devcluster/shared.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { trackedInformer } from '../../../gate/kube/informer.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 

@@ -3,12 +3,13 @@
 // soon as it is in the ring, signs with it once it is first, and still takes replies to the
 // requests it signed before. The gate runs as its service account, so this also shows that
 // config/300-rbac.yaml lets it watch that one Secret.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { CORRELATION_SECRET, keysOf } from '../../../gate/delivery/correlation-keys.ts';
 import { buildCompleted, KeyRing, toBinary } from '../../../schemas/index.ts';
 

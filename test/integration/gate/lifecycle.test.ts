@@ -1,11 +1,12 @@
 // Stages, failure policies, timeouts, the admin retry and cancellation, on the real control plane.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import type { HookOverrides } from '@knative-prestart/devcluster/gate/hooks.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import type { HookOverrides } from '../../../devcluster/gate/hooks.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 const servers: HookServer[] = [];

@@ -4,13 +4,14 @@
 // together with its Service, and to every namespace created while the gate's namespaces watch is
 // down. Now the webhook reads the namespace from the apiserver, and refuses (retryably) when it
 // cannot; the controller picks the Revision up once its namespace reaches the cache.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { isHeld, revisionMethods } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import test from 'ava';
 import { HOOKS_ANNOTATION } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { isHeld, revisionMethods } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { copyGateIdentity, type GateIdentity } from '../../support/gate-identity.ts';
 
 let env: GateEnv;

@@ -8,15 +8,16 @@
 // a lost pod comes back on its volume, and the test then also shows it catching up with no
 // Revision released twice. The recovery itself happens on the two nodes left, before the restart,
 // so its figure is that of a cluster running one node short, as it would be until the pod is back.
+
+import { gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { watchCollection } from '@knative-prestart/devcluster/knative-client.ts';
+import { startNatsCluster } from '@knative-prestart/devcluster/nats-cluster.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import { connect } from 'nats';
 import pino from 'pino';
 import { type RevisionObject, RUNS, type RunObject } from '../../../api/resources.ts';
-import { gateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { watchCollection } from '../../../devcluster/knative-client.ts';
-import { startNatsCluster } from '../../../devcluster/nats-cluster.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { serveHookNats, succeed } from '../../../hooks/index.ts';
 import { natsServerList, STREAMS } from '../../../transport/nats.ts';
 

@@ -2,13 +2,14 @@
 // plane: requests go out on the stream, the hook (the project's SDK) answers on the replies
 // stream, the Revision is released; a gate killed between storing a reply and acking it loses
 // nothing because JetStream redelivers the unacked reply to the restarted gate.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type GateProcess, spawnGate } from '@knative-prestart/devcluster/gate/process.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { type NatsServer, startNatsServer } from '@knative-prestart/devcluster/nats.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { type NatsHookService, serveHookNats, succeed } from '../../../hooks/index.ts';
 
 // Gates share the durable reply consumer (replicas split the work), so each scenario stops its

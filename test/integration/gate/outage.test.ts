@@ -2,14 +2,15 @@
 // after an Ignore hook's timeout released the Revision, and an outage longer than a hook's
 // timeout while the hook finished its work. Neither may leave a run stuck or throw away an
 // answer the hook still has.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { type GatePorts, type GateProcess, spawnGate } from '@knative-prestart/devcluster/gate/process.ts';
+import { asyncReply, syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { type GatePorts, type GateProcess, spawnGate } from '../../../devcluster/gate/process.ts';
-import { asyncReply, syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 let ports: GatePorts;

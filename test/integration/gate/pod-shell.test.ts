@@ -4,11 +4,12 @@
 // RBAC authorizer and Kubernetes' own `edit` and `view` roles, with a gate of its own as its real
 // ServiceAccount (config/300-rbac.yaml). The check runs when a term starts, when a namespace gets
 // its first PrestartRun and every 5 minutes; the tests use the first two.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { REASON_SHELL_OPEN } from '../../../gate/core/pod-shell.ts';
 
 let env: GateEnv;

@@ -1,13 +1,14 @@
 // The periodic resync picks up what no event covers. Here: a held Revision whose namespace left
 // the gate's scope and came back. While out of scope the gate ignores the Revision; coming back
 // is an event of the Namespace, not of the Revision, so only the resync reconciles it again.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import test from 'ava';
 import { HOLD_LABEL, HOOKS_ANNOTATION } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 

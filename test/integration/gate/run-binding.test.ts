@@ -3,13 +3,14 @@
 // bearer token. These tests make sure that token is worth nothing beyond its own request: not
 // for the run an admin created again after a failure (attempts start at 1 again), and not for a
 // hook the gate has not asked yet.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply, completedFor } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import { RUNS, type RunObject } from '../../../api/resources.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply, completedFor } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { CORRELATION_SECRET, keysOf } from '../../../gate/delivery/correlation-keys.ts';
 import { buildCompleted, KeyRing, toBinary } from '../../../schemas/index.ts';
 

@@ -1,14 +1,15 @@
 // `kubectl delete prestartrun <name>` starts a held Revision's hooks over, as the gate's own hold
 // reason tells admins to do: the gate sees the run go, creates a new one at once (not at the
 // next resync, minutes later) and asks the hook again; the new reply releases the Revision.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import { RUNS } from '../../../api/resources.ts';
 import { REASON_ANNOTATION } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 
 let env: GateEnv;
 

@@ -2,11 +2,12 @@
 // intake as a reply posted to the sink; an answer the intake refuses, or a request the hook
 // refuses for good, fails the hook at once with the core's message instead of waiting for the
 // timeout.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
 
 let env: GateEnv;
 

@@ -2,6 +2,11 @@
 // they write on their own Revision cannot skip, forge or add hooks, and they cannot hand Knative
 // a Deployment of their own to adopt as the held Revision's (test/e2e/adoption.test.ts shows
 // the same against Knative Serving itself).
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   ApiException,
   AppsV1Api,
@@ -16,10 +21,6 @@ import {
 import test from 'ava';
 import { RUNS, type RunObject } from '../../../api/resources.ts';
 import { HOLD_LABEL } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type HookServer, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { refusal } from '../../support/refusal.ts';
 
 let env: GateEnv;

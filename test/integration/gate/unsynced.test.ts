@@ -5,14 +5,15 @@
 // RBAC has not propagated yet, or the apiserver answers 429): the gate stays unready, its
 // liveness fails with the reason, its webhook refuses Revisions with a reason to retry, and
 // nothing leads. Given the right, it syncs, becomes ready, leads, and holds.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { freePorts } from '@knative-prestart/devcluster/ports.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { ApiException, CoordinationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
 import { REVISIONS } from '../../../api/resources.ts';
 import { HOOKS_ANNOTATION } from '../../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { freePorts } from '../../../devcluster/ports.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import type { RunningGate } from '../../../gate/gate.ts';
 import { copyGateIdentity, type GateIdentity } from '../../support/gate-identity.ts';
 

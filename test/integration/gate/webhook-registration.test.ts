@@ -3,9 +3,10 @@
 // none (a right to create a mutating webhook is a right over every object the apiserver admits).
 // It leaves an equal one alone, rewrites a stale one, and where RBAC does not let it (a missing
 // configuration, an instance nobody granted) says what the admin must do and changes nothing.
+
+import { GATE_GROUPS, GATE_USER, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
 import { AdmissionregistrationV1Api, KubeConfig } from '@kubernetes/client-node';
 import test from 'ava';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
 import { ensureWebhookConfiguration } from '../../../gate/webhooks/registration.ts';
 
 const CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';

@@ -2,8 +2,8 @@
 // two commands docs/hooks.md gives.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { succeed } from '../../../hooks/sdk/index.ts';
 import { start as nonCloudEventBody } from '../../fixtures/broken-hooks/non-cloudevent-body.ts';
 import { runCli } from '../../support/hook-cli.ts';

@@ -6,9 +6,9 @@
 // without the aggregation label, and bound in one namespace: `edit` everywhere else stays as it is.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
+import { knativeServingModuleDir } from '@knative-prestart/devcluster/knative.ts';
 import { type KubeConfig, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
-import { parseManifests } from '../../../devcluster/apply.ts';
-import { knativeServingModuleDir } from '../../../devcluster/knative.ts';
 
 const KNATIVE_EDIT = 'knative-serving-namespaced-edit';
 

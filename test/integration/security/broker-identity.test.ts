@@ -12,22 +12,23 @@
 // - the reply Trigger's status.auth.serviceAccountName and that ServiceAccount are written by the
 //   test as Eventing's Trigger reconciler writes them, and the test POSTs to the gate's sink with a
 //   token of that ServiceAccount for the Trigger's subscriber audience, as the broker filter does.
+
+import { applyManifests } from '@knative-prestart/devcluster/apply.ts';
+import { GATE_USER, type GateEnv, gateEnv, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
+import type { ReceivedRequest } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { completedFor } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { knativeEventingCrdFiles } from '@knative-prestart/devcluster/knative.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '@knative-prestart/devcluster/shared.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AuthenticationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { applyManifests } from '../../../devcluster/apply.ts';
-import { GATE_USER, type GateEnv, gateEnv, installedCluster } from '../../../devcluster/gate/env.ts';
-import type { ReceivedRequest } from '../../../devcluster/gate/hook-server.ts';
-import { completedFor } from '../../../devcluster/gate/replies.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { knativeEventingCrdFiles } from '../../../devcluster/knative.ts';
-import { kubeRequest } from '../../../devcluster/kube-request.ts';
-import { CLUSTER_DIR_ENV, KUBECONFIG_ENV } from '../../../devcluster/shared.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { BROKER_CLASS_ANNOTATION, brokerAudience } from '../../../emitter/broker-address.ts';
 import { toBinary } from '../../../schemas/index.ts';
 import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
 import { replyTriggerName, requestTriggerName } from '../../../triggers/names.ts';
-import { type FakeIngress, type IngressHit, startFakeIngress } from '../transports/_ingress.ts';
+import { type FakeIngress, type IngressHit, startFakeIngress } from '../emitter/_ingress.ts';
 
 // A control plane of this file's own (devcluster/shared.ts starts one when none is given):
 // test/integration/triggers/triggers.test.ts needs the shared cluster without the Trigger CRD at

@@ -8,14 +8,14 @@
 // namespace editor holds `edit` with Knative Serving's own editor rules, as Knative's install
 // aggregates them into it (./_knative-editor.ts).
 import { randomBytes } from 'node:crypto';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { GATE_GROUPS, GATE_USER, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
+import { KNATIVE_CONTROLLER_USER } from '@knative-prestart/devcluster/knative-serving.ts';
 import { AuthorizationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ResourceAttributes } from '@kubernetes/client-node';
 import test from 'ava';
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
-import { KNATIVE_CONTROLLER_USER } from '../../../devcluster/knative-serving.ts';
 import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { WEBHOOK_CERT_SECRET } from '../../../gate/webhooks/certs.ts';
-import { bindHooksIn, installBuiltinConfig } from '../builtin/_support.ts';
+import { bindHooksIn, installBuiltinConfig } from '../hooks/builtin/_support.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';
 
 const SA_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:knative-prestart'];

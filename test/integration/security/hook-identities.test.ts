@@ -4,14 +4,15 @@
 // namespace, and in kube-system. RBAC (config/600-builtin-hooks.yaml: namespace rights bound per
 // namespace, never in knative-prestart) refuses each; nothing is created. And a hook asked to
 // serve a namespace it is not bound in fails the request saying how an admin binds it.
+
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import { BatchV1Api, CoreV1Api, type V1Job } from '@kubernetes/client-node';
 import test from 'ava';
 import { statusOf } from '../../../api/kube-errors.ts';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { CORRELATION_SECRET } from '../../../gate/delivery/correlation-keys.ts';
 import { certSecretName } from '../../../gate/webhooks/tls.ts';
-import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from '../builtin/_support.ts';
+import { addHook, builtinEnv, hookIdentity, hookStatusOf, serveBuiltinHook } from '../hooks/builtin/_support.ts';
 
 let env: GateEnv;
 

@@ -14,6 +14,10 @@
 // do the writes their jobs need, and what stays open for tenants (restart, scale, orphaning
 // without touching the pods, Deployments of their own) stays open.
 import { randomBytes } from 'node:crypto';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { GATE_GROUPS, GATE_USER, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
+import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -26,10 +30,6 @@ import {
   type V1OwnerReference,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
-import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '../../../devcluster/knative-serving.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { refusal } from '../../support/refusal.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';
 

@@ -6,13 +6,13 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { type NatsServer, startNatsServer } from '@knative-prestart/devcluster/nats.ts';
+import { accountsConfig, newNkeyUser } from '@knative-prestart/devcluster/nats-auth.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test, { type ExecutionContext } from 'ava';
 import { connect, ErrorCode, type NatsConnection, type NatsError } from 'nats';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { type NatsServer, startNatsServer } from '../../../devcluster/nats.ts';
-import { accountsConfig, newNkeyUser } from '../../../devcluster/nats-auth.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { serveHookNats, succeed } from '../../../hooks/index.ts';
 import type { NatsSecurity } from '../../../schemas/nats-auth.ts';
 import { GATE_REPLIES_DURABLE, hookDurable, hookInboxPrefix, STREAMS } from '../../../schemas/nats-names.ts';

@@ -8,6 +8,10 @@
 // label. The control scopes the policy's binding away from a namespace of its own and performs the
 // attack there.
 import { randomBytes } from 'node:crypto';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { GATE_GROUPS, GATE_USER, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
+import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
@@ -18,10 +22,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { GATE_GROUPS, GATE_USER, installedCluster } from '../../../devcluster/gate/env.ts';
-import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '../../../devcluster/knative-serving.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { refusal } from '../../support/refusal.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';
 

@@ -21,6 +21,10 @@
 // another test file re-applying config/ meanwhile neither undoes it nor is affected by it: every
 // other namespace stays guarded), and restore the binding afterwards.
 import { randomBytes } from 'node:crypto';
+import type { Cluster } from '@knative-prestart/devcluster/control-plane.ts';
+import { installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
+import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '@knative-prestart/devcluster/knative-serving.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
@@ -34,10 +38,6 @@ import {
   type V1ReplicaSet,
 } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
-import type { Cluster } from '../../../devcluster/control-plane.ts';
-import { installedCluster } from '../../../devcluster/gate/env.ts';
-import { KNATIVE_CONTROLLER_USER, KNATIVE_NAMESPACE } from '../../../devcluster/knative-serving.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { type Refusal, refusal } from '../../support/refusal.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';
 

@@ -12,6 +12,8 @@
 // Each is refused with a sentence saying why, and changes nothing: the decisions on the Revision
 // and the hook's count stay as they were.
 import { randomBytes } from 'node:crypto';
+import type { GateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
 import {
   ApiException,
   CustomObjectsApi,
@@ -21,10 +23,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import test from 'ava';
-import type { GateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
 import { runCli } from '../../support/hook-cli.ts';
-import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from '../builtin/_support.ts';
+import { addHook, approvalPolicyInForce, builtinEnv, hookStatusOf, serveBuiltinHook } from '../hooks/builtin/_support.ts';
 
 let env: GateEnv;
 const kubeconfigs: Record<'owner' | 'elsewhere' | 'approver' | 'erin' | 'frank', string> = {

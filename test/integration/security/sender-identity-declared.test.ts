@@ -3,11 +3,12 @@
 // ServiceAccount can be answered only with that ServiceAccount's token, so the harvested-replyid
 // attack is closed for it; a hook that names none is still answered on its signed replyid, so an
 // install that predates identity keeps working; a hook deleted while a run waits on it is answered by nobody.
+
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { completedFor } from '@knative-prestart/devcluster/gate/replies.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { completedFor } from '../../../devcluster/gate/replies.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { toBinary } from '../../../schemas/index.ts';
 import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
 

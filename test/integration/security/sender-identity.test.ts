@@ -6,12 +6,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { GATE_USER, type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { completedFor } from '@knative-prestart/devcluster/gate/replies.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AuthenticationV1Api } from '@kubernetes/client-node';
 import test from 'ava';
-import { GATE_USER, type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { completedFor } from '../../../devcluster/gate/replies.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { serveHook } from '../../../hooks/sdk/http.ts';
 import { toBinary } from '../../../schemas/index.ts';
 import { AUDIENCE_HEADER, DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';

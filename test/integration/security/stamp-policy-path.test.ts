@@ -19,17 +19,18 @@
 //     Revisions created after the delete are stamped without it.
 // On an apiserver before 1.36 the policy cannot be installed and the gate's webhook stamps:
 // each test then only checks that the gate registered it.
+
+import { applyManifests, servesMutatingPolicies } from '@knative-prestart/devcluster/apply.ts';
+import { type GateEnv, gateEnv, installedCluster } from '@knative-prestart/devcluster/gate/env.ts';
+import { type HookServer, type ReceivedRequest, startHookServer } from '@knative-prestart/devcluster/gate/hook-server.ts';
+import { asyncReply, syncReply } from '@knative-prestart/devcluster/gate/replies.ts';
+import { isHeld, revisionBody as knativeRevisionBody } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { kubeRequest } from '@knative-prestart/devcluster/kube-request.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import { AdmissionregistrationV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import test, { type ExecutionContext } from 'ava';
 import { REVISIONS, type RevisionObject, RUNS, type RunObject } from '../../../api/resources.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL, HOOKS_ANNOTATION, INJECT_LABEL, REASON_ANNOTATION, RETRY_ANNOTATION } from '../../../api/types.ts';
-import { applyManifests, servesMutatingPolicies } from '../../../devcluster/apply.ts';
-import { type GateEnv, gateEnv, installedCluster } from '../../../devcluster/gate/env.ts';
-import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply, syncReply } from '../../../devcluster/gate/replies.ts';
-import { isHeld, revisionBody as knativeRevisionBody } from '../../../devcluster/gate/revisions.ts';
-import { kubeRequest } from '../../../devcluster/kube-request.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { webhookConfigurationName } from '../../../gate/webhooks/tls.ts';
 import { REVISIONS_WEBHOOK } from '../../../gate/webhooks/webhook-configuration.ts';
 import { bindKnativeEditor } from './_knative-editor.ts';

@@ -1,8 +1,8 @@
 // uninstall (gate/uninstall.ts) finds what to delete by the label app.kubernetes.io/part-of, but
 // names what --keep-held leaves so held Revisions stay held: those names must be in config/.
 import { readdirSync, readFileSync } from 'node:fs';
+import { parseManifests } from '@knative-prestart/devcluster/apply.ts';
 import test from 'ava';
-import { parseManifests } from '../../../devcluster/apply.ts';
 import { KEPT_FOR_HELD, STAMP_POLICY } from '../../../gate/uninstall.ts';
 
 const dir = new URL('../../../config/', import.meta.url);

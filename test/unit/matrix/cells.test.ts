@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { pinnedVersions, VERSIONS_FILE } from '@knative-prestart/devcluster/binaries.ts';
 import test from 'ava';
-import { pinnedVersions } from '../../../devcluster/binaries.ts';
 import { CELLS, cellVersionsFile, KNATIVE_1_23, selectCells } from '../../matrix/cells.ts';
 import { CELLS_MARKER, mergeResults, parseRows, renderRows, writeCells } from '../../matrix/report.ts';
 
-const versionsEnv = readFileSync(new URL('../../../devcluster/versions.env', import.meta.url), 'utf8');
+const versionsEnv = readFileSync(VERSIONS_FILE, 'utf8');
 
 test('the six cells: Knative 1.23 on Kubernetes 1.34–1.36, 1.24 on 1.35–1.37', (t) => {
   t.deepEqual(

@@ -11,7 +11,7 @@ import { decide, HOOK_CACHE_GRACE_MS } from '../../../../gate/core/decide.ts';
 import { runStatusOf } from '../../../../gate/core/first-stage.ts';
 import type { HookSends } from '../../../../gate/delivery/send-queue.ts';
 import type { KubeClient } from '../../../../gate/kube/kube-client.ts';
-import { heldRevision, hook, observed, T0 } from '../../core/_builders.ts';
+import { heldRevision, hook, observed, T0 } from '../core/_builders.ts';
 
 function setup(fail?: 'create' | 'status', hooks = [hook('db'), hook('cache'), hook('warm', { order: 1 })], now = T0) {
   const log: string[] = [];

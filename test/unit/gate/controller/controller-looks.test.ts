@@ -17,8 +17,8 @@ import { RevisionIndex } from '../../../../gate/kube/revision-index.ts';
 import { WrittenRuns } from '../../../../gate/kube/written-runs.ts';
 import { systemClock } from '../../../../gate/runtime/clock.ts';
 import { createMetrics } from '../../../../gate/telemetry/metrics.ts';
-import { hook } from '../../core/_builders.ts';
 import { fedCache } from '../_fed-cache.ts';
+import { hook } from '../core/_builders.ts';
 
 async function cacheOf<T extends KubernetesObject>(items: T[]): Promise<ListWatch<T>> {
   return (await fedCache(items)).cache;

@@ -26,7 +26,7 @@ import {
   step,
   T0,
   types,
-} from '../../core/_builders.ts';
+} from '../core/_builders.ts';
 
 const DIGEST_A = `registry.example/app@sha256:${'a'.repeat(64)}`;
 const DIGEST_B = `registry.example/app@sha256:${'b'.repeat(64)}`;

@@ -5,7 +5,7 @@ import { decideRevision } from '../../../../gate/core/decide-revision.ts';
 import type { Observed } from '../../../../gate/core/types.ts';
 import { RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
 import type { Tracing } from '../../../../gate/telemetry/tracing.ts';
-import { answer, apply, at, heldRevision, hook, observed } from '../../core/_builders.ts';
+import { answer, apply, at, heldRevision, hook, observed } from '../core/_builders.ts';
 
 function recorder() {
   const calls: string[] = [];

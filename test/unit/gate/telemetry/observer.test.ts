@@ -6,7 +6,7 @@ import { decide } from '../../../../gate/core/decide.ts';
 import type { Decision, Observed } from '../../../../gate/core/types.ts';
 import { RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
 import type { AttemptSpan, RunSpan, Tracing } from '../../../../gate/telemetry/tracing.ts';
-import { answer, apply, at, heldRevision, hook, observed } from '../../core/_builders.ts';
+import { answer, apply, at, heldRevision, hook, observed } from '../core/_builders.ts';
 
 function recorder() {
   const calls: string[] = [];
