@@ -13,7 +13,7 @@
 import type { HookSnapshot, HookStatus, Reply } from '../../api/types.ts';
 import { formatDuration, shortTime } from './duration.ts';
 import type { SendClock } from './first-stage.ts';
-import { type HookEntry, oneLine, timeoutMessage } from './status.ts';
+import { compact, type HookEntry, oneLine, timeoutMessage } from './status.ts';
 import type { Action } from './types.ts';
 
 /** spec.retryAfter's defaults: a hook that sets none may ask 10 times, each for at most 5 minutes. */
@@ -48,18 +48,19 @@ export function applyRetryReply(current: HookStatus, snapshot: HookSnapshot, rep
       limits.maxRetries === 0
         ? `asked to be asked again, but PrestartHook ${snapshot.name} allows no retries (spec.retryAfter.maxRetries 0): ${reason}`
         : `still not ready after ${limits.maxRetries} retries (spec.retryAfter.maxRetries of PrestartHook ${snapshot.name}): ${reason}`;
-    const failed: HookStatus = {
+    return compact<HookStatus>({
       name: current.name,
       phase: 'Failed',
       attempt: current.attempt,
+      requestedAt: current.requestedAt,
+      lastSentAt: current.lastSentAt,
       answeredAt: now.toISOString(),
+      deadline: current.deadline,
       message,
+      details: current.details,
+      retries: current.retries,
       retryReason: reason,
-    };
-    for (const key of ['requestedAt', 'lastSentAt', 'deadline', 'details', 'retries'] as const) {
-      if (current[key] !== undefined) (failed as unknown as Record<string, unknown>)[key] = current[key];
-    }
-    return failed;
+    });
   }
   const asked = typeof reply.retryAfter === 'number' && reply.retryAfter >= 1 ? Math.floor(reply.retryAfter) : 1;
   const delay = Math.min(asked, limits.maxDelaySeconds);
@@ -95,17 +96,17 @@ export function retryOrWait(entry: HookEntry, c: SendClock, deadline: number, gr
   const deadlineIso = until === deadline && status.deadline !== undefined ? status.deadline : new Date(until).toISOString();
   const attempt = status.attempt + 1;
   sends.push({ type: 'sendRequest', runUID: c.runUID, hook: snapshot, attempt, deadline: deadlineIso });
-  const asked: HookStatus = {
+  const asked = compact<HookStatus>({
     name: status.name,
     phase: 'Requested',
     attempt,
     requestedAt: c.nowIso,
     lastSentAt: c.nowIso,
     deadline: deadlineIso,
-  };
-  for (const key of ['details', 'retries', 'retryReason'] as const) {
-    if (status[key] !== undefined) (asked as unknown as Record<string, unknown>)[key] = status[key];
-  }
+    details: status.details,
+    retries: status.retries,
+    retryReason: status.retryReason,
+  });
   return { snapshot, status: asked };
 }
 
@@ -133,6 +134,12 @@ export function retryHoldReason(entries: readonly HookEntry[]): string | undefin
   const waiting = entries.filter((e) => isWaitingToRetry(e.status));
   if (waiting.length === 0) return undefined;
   return `hook ${oneLine(waiting.map((e) => retryLine(e.status, e.snapshot)).join('; hook '), 900)}`;
+}
+
+/** The status without retryAt: a hook that stops waiting (cancelled, timed out) keeps the count and the reason. */
+export function withoutRetryAt(status: HookStatus): HookStatus {
+  const { retryAt: _retryAt, ...rest } = status;
+  return rest;
 }
 
 /** A hook still waiting to be asked again when its deadline came: TimedOut, saying what it waited for. */

@@ -152,3 +152,14 @@ test('a retry that came due while no leader acted is asked at once, its deadline
   t.like(ofType(decision, 'sendRequest'), [{ attempt: 2, deadline: at(120).toISOString() }]);
   t.like(quota(next), { phase: 'Requested', attempt: 2, deadline: at(120).toISOString() });
 });
+
+test('a Revision deleted while its hook waits to be asked again: Cancelled, no longer waiting, never asked again', (t) => {
+  const o = answer({ ...requested(), now: at(5) }, 'quota', busy(40));
+  const deleting = { ...o, revision: { ...o.revision, deleting: true }, now: at(10) };
+  const decision = decideRevision(deleting);
+  const next = apply(deleting, decision.actions);
+  t.like(quota(next), { phase: 'Cancelled', attempt: 1, retries: 1 });
+  t.is(quota(next)?.retryAt, undefined);
+  t.deepEqual(ofType(decision, 'sendRequest'), []);
+  t.deepEqual(ofType(decideRevision({ ...next, now: at(60) }), 'sendRequest'), [], 'the retry moment passes without a request');
+});
