@@ -5,11 +5,8 @@
 // Deployment.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import test from 'ava';
-import pino from 'pino';
-import { PRESTART_CONDITION } from '../../api/types.ts';
-import { type GateEnv, gateEnv } from '../../devcluster/gate/env.ts';
-import { knBinary } from '../../devcluster/kn.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { knBinary } from '@knative-prestart/devcluster/kn.ts';
 import {
   type CoreEvent,
   condition,
@@ -18,8 +15,11 @@ import {
   type KnativeObject,
   waitForRevision,
   watchCollection,
-} from '../../devcluster/knative-client.ts';
-import { type KnativeServing, startKnativeServing } from '../../devcluster/knative-serving.ts';
+} from '@knative-prestart/devcluster/knative-client.ts';
+import { type KnativeServing, startKnativeServing } from '@knative-prestart/devcluster/knative-serving.ts';
+import test from 'ava';
+import pino from 'pino';
+import { PRESTART_CONDITION } from '../../api/types.ts';
 import { type HookServer, retryAfter, serveHook, succeed } from '../../hooks/sdk/index.ts';
 
 const KEY = 'retry-after';

@@ -5,6 +5,10 @@
 // hold reason and condition), and releases the Revision when the hook finally succeeds.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { controlPlaneBinaries } from '@knative-prestart/devcluster/binaries.ts';
+import { type GateEnv, gateEnv } from '@knative-prestart/devcluster/gate/env.ts';
+import { isHeld } from '@knative-prestart/devcluster/gate/revisions.ts';
+import { waitFor } from '@knative-prestart/devcluster/wait.ts';
 import test from 'ava';
 import { Command } from 'commander';
 import yaml from 'js-yaml';
@@ -12,10 +16,6 @@ import pino from 'pino';
 import type { RunObject } from '../../../api/resources.ts';
 import { PRESTART_CONDITION, REASON_ANNOTATION } from '../../../api/types.ts';
 import { registerPrestartCommands } from '../../../cli/prestart/commands.ts';
-import { controlPlaneBinaries } from '../../../devcluster/binaries.ts';
-import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
-import { isHeld } from '../../../devcluster/gate/revisions.ts';
-import { waitFor } from '../../../devcluster/wait.ts';
 import { type HookOutcome, type HookRequest, type HookServer, retryAfter, serveHook, succeed } from '../../../hooks/sdk/index.ts';
 
 let env: GateEnv;

@@ -5,7 +5,7 @@ import { decide } from '../../../../gate/core/decide.ts';
 import type { Observed } from '../../../../gate/core/types.ts';
 import { RunObserver, type TransitionSink } from '../../../../gate/telemetry/observer.ts';
 import type { AttemptSpan, RunSpan, Tracing } from '../../../../gate/telemetry/tracing.ts';
-import { answer, apply, at, heldRevision, hook, observed } from '../../core/_builders.ts';
+import { answer, apply, at, heldRevision, hook, observed } from '../core/_builders.ts';
 
 test('retry then success: attempt 1 ends retry, attempt 2 succeeded, no admin retry counted', (t) => {
   const calls: string[] = [];

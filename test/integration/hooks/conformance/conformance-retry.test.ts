@@ -2,13 +2,13 @@
 // the next attempt and passes; a hook whose retry says not when, or that keeps working on the
 // attempt it asked to retry, fails R11 with what to change.
 import test from 'ava';
-import { failuresOf, formatReport, runConformance } from '../../../hooks/conformance/index.ts';
-import { RULES_WITHOUT_IDENTITY } from '../../../hooks/conformance/rules.ts';
-import { retryAfter, succeed } from '../../../hooks/sdk/index.ts';
-import { buildCompleted, toBinary } from '../../../schemas/index.ts';
-import { postTo, serveBroken } from '../../fixtures/broken-hooks/_skeleton.ts';
-import { start as malformedRetry } from '../../fixtures/broken-hooks/malformed-retry.ts';
-import { hookFor } from './_support.ts';
+import { failuresOf, formatReport, runConformance } from '../../../../hooks/conformance/index.ts';
+import { RULES_WITHOUT_IDENTITY } from '../../../../hooks/conformance/rules.ts';
+import { retryAfter, succeed } from '../../../../hooks/sdk/index.ts';
+import { buildCompleted, toBinary } from '../../../../schemas/index.ts';
+import { postTo, serveBroken } from '../../../fixtures/broken-hooks/_skeleton.ts';
+import { start as malformedRetry } from '../../../fixtures/broken-hooks/malformed-retry.ts';
+import { hookFor } from '../_support.ts';
 
 const fast = { timeoutMs: 10_000, quietMs: 300 };
 const R11 = 'R11-retry-well-formed-and-honoured';

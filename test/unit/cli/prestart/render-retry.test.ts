@@ -1,9 +1,9 @@
 // `kn prestart list/get/why` for a hook that asked to be asked again (outcome retry): when, why,
 // and which attempt comes next; and, once asked again, how many retries it took.
 import test from 'ava';
-import type { RunObject } from '../../../api/resources.ts';
-import type { HookStatus } from '../../../api/types.ts';
-import { renderRunList, renderRunTree, retryText, whyParagraph } from '../../../cli/prestart/render.ts';
+import type { RunObject } from '../../../../api/resources.ts';
+import type { HookStatus } from '../../../../api/types.ts';
+import { renderRunList, renderRunTree, retryText, whyParagraph } from '../../../../cli/prestart/render.ts';
 
 const NOW = new Date('2025-01-01T00:10:00.000Z');
 const quota = {

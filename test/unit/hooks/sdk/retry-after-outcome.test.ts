@@ -1,10 +1,10 @@
 // retryAfter(): a hook that is not ready yet asks the gate to ask again; the SDK turns it into a
 // `retry` reply the schema accepts, or a `failed` one saying why when the delay is unusable.
 import test from 'ava';
-import { finalEvent } from '../../../hooks/sdk/outcome.ts';
-import { retryAfter } from '../../../hooks/sdk/types.ts';
-import { checkCompletedData } from '../../../schemas/index.ts';
-import { parsed, requestEvent } from '../../support/events.ts';
+import { finalEvent } from '../../../../hooks/sdk/outcome.ts';
+import { retryAfter } from '../../../../hooks/sdk/types.ts';
+import { checkCompletedData } from '../../../../schemas/index.ts';
+import { parsed, requestEvent } from '../../../support/events.ts';
 
 const request = parsed(requestEvent({ hook: 'db' }));
 const source = '/prestart-hooks/db';
