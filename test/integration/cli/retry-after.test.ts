@@ -14,7 +14,7 @@ import { Command } from 'commander';
 import yaml from 'js-yaml';
 import pino from 'pino';
 import type { RunObject } from '../../../api/resources.ts';
-import { PRESTART_CONDITION, REASON_ANNOTATION } from '../../../api/types.ts';
+import { PRESTART_CONDITION, type PrestartHookSpec, REASON_ANNOTATION } from '../../../api/types.ts';
 import { registerPrestartCommands } from '../../../cli/prestart/commands.ts';
 import { type HookOutcome, type HookRequest, type HookServer, retryAfter, serveHook, succeed } from '../../../hooks/sdk/index.ts';
 
@@ -56,7 +56,11 @@ async function kubectlRun(name: string): Promise<RunObject> {
 }
 
 /** A PrestartHook matching annotation `key`, served by an SDK hook on 127.0.0.1 running `handler`. */
-async function sdkHook(key: string, handler: (req: HookRequest) => Promise<HookOutcome>, spec: { timeout?: string } = {}) {
+async function sdkHook(
+  key: string,
+  handler: (req: HookRequest) => Promise<HookOutcome>,
+  spec: Pick<PrestartHookSpec, 'timeout' | 'retryAfter'> | Record<string, never> = {},
+) {
   const name = `${env.instance}-${key}`;
   const asked: { attempt: number; id: string; deadline: string; at: number }[] = [];
   const server = await serveHook({
@@ -74,6 +78,7 @@ async function sdkHook(key: string, handler: (req: HookRequest) => Promise<HookO
   await env.createHook(name, {
     match: env.annotationMatch(key, 'yes'),
     timeout: spec.timeout ?? '2m',
+    ...(spec.retryAfter ? { retryAfter: spec.retryAfter } : {}),
     delivery: { transport: 'http', url: server.url },
   });
   await env.waitUntilStamped(name, { [key]: 'yes' });
@@ -128,23 +133,34 @@ test.serial('retry after 1 s twice, then success: asked again as attempts 2 and 
 });
 
 test.serial('while it waits to be asked again, kn prestart, the run and the Revision say when, why and which attempt', async (t) => {
-  const { name } = await sdkHook('later', async () => retryAfter(120, 'dependency orders-db not ready'), { timeout: '10m' });
+  // The admin's bounds: the hook asks for 2 minutes, the PrestartHook allows 1 and 3 retries.
+  const { name } = await sdkHook('later', async () => retryAfter(120, 'dependency orders-db not ready'), {
+    timeout: '10m',
+    retryAfter: { maxDelay: '1m', maxRetries: 3 },
+  });
   await env.createRevision('later-00001', { annotations: { later: 'yes' } });
   const run = await env.waitForRun('later-00001', 'waiting to retry', (r) => r.status?.hooks[0]?.retryAt !== undefined, 30_000);
-  t.like(run.status?.hooks[0], { phase: 'Requested', attempt: 1, retries: 1, retryReason: 'dependency orders-db not ready' });
+  const reason = 'dependency orders-db not ready (asked for 2m, cut to spec.retryAfter.maxDelay 1m)';
+  t.like(run.status?.hooks[0], { phase: 'Requested', attempt: 1, retries: 1, retryReason: reason });
+  t.deepEqual(run.spec.hooks[0]?.retryAfter, { maxDelaySeconds: 60, maxRetries: 3 }, 'the run keeps the bounds it started with');
+  const waited = Date.parse(run.status?.hooks[0]?.retryAt ?? '') - Date.parse(run.status?.hooks[0]?.requestedAt ?? '');
+  t.true(waited > 55_000 && waited <= 61_000, `asked again about a minute after the request, not two (${waited} ms)`);
 
   const why = await prestart(['why', 'later-00001', '-n', env.namespace]);
-  t.regex(why, /retrying in (1m\d+s|\d+s): dependency orders-db not ready \(attempt 2, retry 1 of 10\)/);
+  t.regex(
+    why,
+    /retrying in (1m0s|\d+s): dependency orders-db not ready \(asked for 2m, cut to spec.retryAfter.maxDelay 1m\) \(attempt 2, retry 1 of 3\)/,
+  );
   const list = await prestart(['list', '-n', env.namespace]);
   t.regex(
     list,
-    new RegExp(`later-00001 .* ${name} retrying in (1m\\d+s|\\d+s): dependency orders-db not ready \\(attempt 2`),
+    new RegExp(`later-00001 .* ${name} retrying in (1m0s|\\d+s): dependency orders-db not ready`),
     'the list cuts its last column at 80 characters',
   );
 
   // Knative's own message: the hold reason the hold policy's denial shows, and the gate's condition on the Revision.
   const line = new RegExp(
-    `^hook ${name} retrying at \\d\\d:\\d\\d:\\d\\dZ \\(attempt 2, retry 1 of 10\\): dependency orders-db not ready$`,
+    `^hook ${name} retrying at \\d\\d:\\d\\d:\\d\\dZ \\(attempt 2, retry 1 of 3\\): dependency orders-db not ready \\(asked for 2m, cut to spec.retryAfter.maxDelay 1m\\)$`,
   );
   const rev = await waitFor(
     async () => {
@@ -156,4 +172,15 @@ test.serial('while it waits to be asked again, kn prestart, the run and the Revi
   );
   t.regex(rev.metadata?.annotations?.[REASON_ANNOTATION] ?? '', line);
   t.true(isHeld(rev));
+});
+
+test.serial('the apiserver refuses a PrestartHook whose retryAfter bounds make no sense', async (t) => {
+  const delivery = { transport: 'http' as const, url: 'http://127.0.0.1:9/' };
+  const refused = await t.throwsAsync(env.createHook(`${env.instance}-bad-delay`, { retryAfter: { maxDelay: '500ms' }, delivery }));
+  t.regex(String((refused as { body?: unknown })?.body ?? refused?.message), /retryAfter.maxDelay must be at least 1s/);
+  const negative = await t.throwsAsync(env.createHook(`${env.instance}-bad-count`, { retryAfter: { maxRetries: -1 }, delivery }));
+  t.regex(
+    String((negative as { body?: unknown })?.body ?? negative?.message),
+    /spec.retryAfter.maxRetries: Invalid value: -1: .*greater than or equal to 0/,
+  );
 });
