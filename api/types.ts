@@ -126,6 +126,12 @@ export interface PrestartHookSpec {
    * known by its HMAC replyid alone, as before.
    */
   identity?: HookIdentity;
+  /**
+   * Bounds on the hook's `retry` replies (ask me again after a delay): a longer delay is cut to
+   * maxDelay (Go duration), and the retry after maxRetries fails the hook. Absent: 5m and 10
+   * (gate/core/retry-after.ts); maxRetries 0 refuses retries.
+   */
+  retryAfter?: { maxDelay?: string; maxRetries?: number };
 }
 
 /**
@@ -214,6 +220,8 @@ export interface HookSnapshot {
   heartbeatTimeoutSeconds?: number;
   /** Present only for Audit (shadow) hooks, so snapshots of Enforce hooks stay as they were. */
   mode?: 'Audit';
+  /** Present only when the hook sets spec.retryAfter (the defaults apply otherwise: gate/core/retry-after.ts). */
+  retryAfter?: { maxDelaySeconds: number; maxRetries: number };
   failurePolicy: FailurePolicy;
   allowedContributions: ContributionKind[];
   delivery: HookDelivery;
@@ -223,7 +231,10 @@ export interface HookSnapshot {
 export interface HookStatus {
   name: string;
   phase: HookPhase;
-  /** 1-based; increases only when an admin retries. Resends keep the attempt. */
+  /**
+   * 1-based; increases when an admin retries and when the gate asks again after the hook's
+   * `retry` reply. Resends keep the attempt.
+   */
   attempt: number;
   requestedAt?: string;
   /** When a send was last recorded (the request, an outage's resend); other resends are not written (gate/core/resend.ts). */
@@ -237,6 +248,12 @@ export interface HookStatus {
   /** Where a person finds more: a URL (logs, a ticket, a dashboard) or a command, from the hook's last reply. */
   details?: string;
   contributions?: Contribution[];
+  /** The hook answered `retry`: the gate asks again (attempt + 1, same deadline) then; absent otherwise. */
+  retryAt?: string;
+  /** How many `retry` replies this hook gave since its stage (or an admin's retry) asked it first. */
+  retries?: number;
+  /** The reason the hook's last `retry` reply gave. */
+  retryReason?: string;
 }
 
 export interface Condition {
@@ -320,8 +337,13 @@ export interface Reply {
   runUID?: string;
   hook: string;
   attempt: number;
-  /** `progress` is a non-final report: it updates message/progress and keeps the hook Requested. */
-  outcome: 'succeeded' | 'failed' | 'progress';
+  /**
+   * `progress` is a non-final report: it updates message/progress and keeps the hook Requested.
+   * `retry` ends the attempt and asks the gate to ask again after `retryAfter` seconds.
+   */
+  outcome: 'succeeded' | 'failed' | 'progress' | 'retry';
+  /** With `retry` only: seconds until the gate should ask again. */
+  retryAfter?: number;
   message?: string;
   /** Where a person finds more (a URL or a command), when the hook gave one. */
   details?: string;

@@ -30,16 +30,30 @@ export function registerHookCommands(program: Command, io: CliIo = processIo): v
     .option('--json', 'print the report as JSON')
     .option('--verbose', 'print every check, not only failures and one line per rule')
     .option('--identity', 'sender identity is on: every reply posted to the sink must carry a bearer token (R10)')
+    .option(
+      '--retry-param <key=value>',
+      'a data.hook.params entry that makes the hook answer retry (repeatable): the checker asks again as the gate would (R11)',
+      keyValue,
+    )
     .action(
       async (
         url: string,
-        o: { hook: string; param: Record<string, unknown>; timeout: number; json?: boolean; verbose?: boolean; identity?: boolean },
+        o: {
+          hook: string;
+          param: Record<string, unknown>;
+          timeout: number;
+          json?: boolean;
+          verbose?: boolean;
+          identity?: boolean;
+          retryParam?: Record<string, unknown>;
+        },
       ) => {
         const report = await runConformance(url, {
           hook: o.hook,
           params: o.param,
           timeoutMs: o.timeout * 1000,
           identity: o.identity ?? false,
+          ...(o.retryParam ? { retryParams: o.retryParam } : {}),
         });
         io.out(o.json ? JSON.stringify(report, null, 2) : formatReport(report, { verbose: o.verbose ?? false }));
         io.setExitCode(report.passed ? 0 : 1);

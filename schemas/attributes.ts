@@ -6,7 +6,7 @@ export const SPEC_VERSION = '1.0';
 
 /** The gate asks a hook to run (data.action="start") or to stop (data.action="cancel"). */
 export const REQUESTED_TYPE = 'revision.prestart.requested';
-/** A hook answers: data.outcome is "succeeded", "failed" or (non-final) "progress". */
+/** A hook answers: data.outcome is "succeeded", "failed", "retry" (ask again after a delay) or (non-final) "progress". */
 export const COMPLETED_TYPE = 'revision.prestart.completed';
 
 /** Name of the PrestartHook a request is for (on requests and replies; Trigger filters use it). */

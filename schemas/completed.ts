@@ -36,6 +36,8 @@ export interface BuildCompletedInput {
   /** Where a person finds more: a URL or a command (one line). */
   details?: string;
   progress?: number;
+  /** outcome retry: seconds until the gate should ask again. */
+  retryAfter?: number;
   contributions?: Contribution[];
   /** The hook's own source URI. */
   source: string;
@@ -52,6 +54,7 @@ export function buildCompleted(input: BuildCompletedInput): CloudEventRecord {
   if (input.message !== undefined) data.message = input.message;
   if (input.details !== undefined) data.details = input.details;
   if (input.progress !== undefined) data.progress = input.progress;
+  if (input.retryAfter !== undefined) data.retryAfter = input.retryAfter;
   if (input.contributions !== undefined) data.contributions = input.contributions;
   const check = checkCompletedData(data);
   if (!check.ok) throw new Error(`buildCompleted: ${check.reason}`);
@@ -141,6 +144,7 @@ export function parseCompleted(message: ReceivedMessage, options: ParseCompleted
   if (data.message !== undefined) reply.message = data.message;
   if (data.details !== undefined) reply.details = data.details;
   if (data.progress !== undefined) reply.progress = data.progress;
+  if (data.retryAfter !== undefined) reply.retryAfter = data.retryAfter;
   if (data.contributions !== undefined) reply.contributions = data.contributions;
   if (typeof event[EXT_TRACEPARENT] === 'string') reply.traceparent = event[EXT_TRACEPARENT];
   return { ok: true, reply, event };

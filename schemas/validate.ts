@@ -53,6 +53,8 @@ export interface CompletedData {
   /** Where a person finds more: a URL or a command (one line). */
   details?: string;
   progress?: number;
+  /** outcome=retry only (and required with it): seconds until the gate should ask again. */
+  retryAfter?: number;
   /** outcome=succeeded only. */
   contributions?: Contribution[];
 }
@@ -97,6 +99,10 @@ const REQUESTED_RULES: Record<string, string> = {
 };
 const COMPLETED_RULES: Record<string, string> = {
   '#/then/properties/contributions/maxItems': 'data/contributions: contributions are only allowed with outcome "succeeded"',
+  '#/allOf/0/then/required':
+    'data: outcome "retry" needs retryAfter (seconds until the gate asks again, 1 to 86400) and a message (the reason)',
+  '#/allOf/0/then/properties/message/minLength': 'data/message: outcome "retry" needs a reason in message',
+  '#/allOf/0/else/properties/retryAfter/false schema': 'data/retryAfter is only allowed with outcome "retry"',
   '#/$defs/contribution/then/required': '{path}: a contribution with as "env" needs an env map {VARIABLE: secretKey}',
   '#/$defs/contribution/else/properties/env/false schema': '{path}: env is only allowed when as is "env"',
 };

@@ -414,6 +414,17 @@ const vectors: Record<string, Record<string, Vector>> = {
         reply: reply('progress', { message: 'applied 3 of 7 migrations', progress: 42, traceparent: TRACEPARENT }, BINARY_KEY),
       },
     },
+    retry: {
+      description:
+        'Ask me again in 40 s (outcome retry): retryAfter in whole seconds and the reason in message are required. The gate asks again as the next attempt, with the same deadline; the PrestartHook bounds the delay and the count (spec.retryAfter).',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'retry', retryAfter: 40, message: 'quota busy: 0 of 8 databases free' }),
+      expect: {
+        ok: true,
+        reply: reply('retry', { message: 'quota busy: 0 of 8 databases free', retryAfter: 40 }, BINARY_KEY),
+      },
+    },
     'previous-key': {
       description: 'A replyid minted with the previous key (second in the KeyRing) still verifies after rotation.',
       mode: 'binary',
@@ -550,10 +561,45 @@ const vectors: Record<string, Record<string, Vector>> = {
       expect: { ok: false, code: 'invalid-data' },
     },
     'unknown-outcome': {
-      description: 'outcome must be succeeded, failed or progress.',
+      description: 'outcome must be succeeded, failed, retry or progress.',
       mode: 'binary',
       headers: completedHeaders(),
       body: JSON.stringify({ outcome: 'done' }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'retry-without-delay': {
+      description: 'A retry must say when to ask again: retryAfter (seconds) is required.',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'retry', message: 'quota busy' }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'retry-without-reason': {
+      description: 'A retry must say why: a non-empty message is required.',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'retry', retryAfter: 40, message: '' }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'retry-delay-zero': {
+      description: 'retryAfter is a whole number of seconds from 1 to 86400: 0 would be a busy loop.',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'retry', retryAfter: 0, message: 'quota busy' }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'retry-delay-fraction': {
+      description: 'retryAfter is a whole number of seconds.',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'retry', retryAfter: 1.5, message: 'quota busy' }),
+      expect: { ok: false, code: 'invalid-data' },
+    },
+    'retry-after-on-success': {
+      description: 'retryAfter only goes with outcome "retry".',
+      mode: 'binary',
+      headers: completedHeaders(),
+      body: JSON.stringify({ outcome: 'succeeded', retryAfter: 40 }),
       expect: { ok: false, code: 'invalid-data' },
     },
     'progress-over-100': {

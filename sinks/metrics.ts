@@ -2,7 +2,7 @@
 // exposes (never the global one implicitly, so two sinks in one process or in tests do not
 // collide). Two words, two meanings: `result` is what the gate did with the event (applied,
 // duplicate, rejected, invalid, transient), `outcome` what the hook said (succeeded, failed,
-// progress; "unknown" when the event could not be read).
+// retry, progress; "unknown" when the event could not be read).
 import { Counter, Registry } from 'prom-client';
 import type { Handled, Intake } from './intake.ts';
 import type { SinkOutcome } from './types.ts';
@@ -26,7 +26,7 @@ export function createSinkMetrics(registry: Registry = new Registry()): SinkMetr
     registry,
     replies: new Counter({
       name: 'prestart_gate_replies_total',
-      help: 'Completed events taken, by transport (http, nats, direct, gate), result (applied, duplicate, rejected, invalid, transient) and outcome (succeeded, failed, progress, unknown)',
+      help: 'Completed events taken, by transport (http, nats, direct, gate), result (applied, duplicate, rejected, invalid, transient) and outcome (succeeded, failed, retry, progress, unknown)',
       labelNames: ['transport', 'result', 'outcome'] as const,
       registers: [registry],
     }),

@@ -5,6 +5,7 @@ import type { RunObject } from '../../api/resources.ts';
 import type { HookSnapshot, HookStatus, PrestartRunStatus } from '../../api/types.ts';
 import { RETRY_ANNOTATION } from '../../api/types.ts';
 import { driftText } from '../../gate/core/drift.ts';
+import { isWaitingToRetry, retryLimitsOf } from '../../gate/core/retry-after.ts';
 
 const MARK: Record<string, string> = {
   Pending: '○',
@@ -40,6 +41,22 @@ function deadlineText(h: HookStatus, now: Date): string {
   if (h.phase !== 'Requested' || !h.deadline) return '';
   const left = Date.parse(h.deadline) - now.getTime();
   return Number.isNaN(left) ? '' : left > 0 ? `deadline in ${humanDuration(left)}` : 'deadline passed';
+}
+
+/**
+ * "retrying in 40s: quota busy (attempt 3, retry 2 of 10)" for a hook that asked to be asked
+ * again; "after 2 retries" for one asked again since; '' otherwise.
+ */
+export function retryText(h: HookStatus, snapshot: HookSnapshot | undefined, now: Date): string {
+  if (!isWaitingToRetry(h)) {
+    return h.retries && (h.phase === 'Requested' || h.phase === 'Succeeded')
+      ? `after ${h.retries} ${h.retries === 1 ? 'retry' : 'retries'}`
+      : '';
+  }
+  const left = Date.parse(h.retryAt ?? '') - now.getTime();
+  const when = Number.isNaN(left) || left <= 0 ? 'retrying now' : `retrying in ${humanDuration(left)}`;
+  const limit = snapshot ? ` of ${retryLimitsOf(snapshot).maxRetries}` : '';
+  return `${when}: ${h.retryReason ?? 'not ready yet'} (attempt ${h.attempt + 1}, retry ${h.retries ?? 1}${limit})`;
 }
 
 interface Row {
@@ -90,6 +107,7 @@ export function renderRunTree(run: RunObject, now: Date): string {
         h.phase,
         `attempt ${h.attempt}`,
         progressBar(h.progress),
+        retryText(h, r.snapshot, now),
         deadlineText(h, now),
       ].filter((c) => c !== '');
       lines.push(`${stem}${last ? '└──' : '├──'} ${cols.join('  ')}`);
@@ -138,6 +156,8 @@ export function whyParagraph(run: RunObject, now: Date): string {
       const what = waiting.map((r) => {
         const parts = [`order ${r.snapshot?.order ?? '?'}`, `attempt ${r.hook.attempt}`];
         if (r.hook.progress !== undefined) parts.push(`${r.hook.progress}%`);
+        const retry = retryText(r.hook, r.snapshot, now);
+        if (retry) parts.push(retry);
         const deadline = deadlineText(r.hook, now);
         if (deadline) parts.push(deadline.replace('deadline ', 'times out '));
         return `hook ${r.hook.name} (${parts.join(', ')})${r.hook.message ? `, which last said "${r.hook.message}"` : ''}`;
@@ -181,9 +201,14 @@ export function renderRunList(runs: readonly RunObject[], now: Date, opts: { all
   const table = [['NAMESPACE', 'REVISION', 'PHASE', 'HOOKS', 'AGE', 'WAITING ON / REASON']];
   for (const run of rows) {
     const status = run.status;
+    const snapshots = new Map((run.spec?.hooks ?? []).map((s) => [s.name, s]));
     const current = (status?.hooks ?? []).filter((h) => h.phase === 'Requested' || h.phase === 'Failed' || h.phase === 'TimedOut');
     const note = current
-      .map((h) => `${h.name} ${h.phase}${h.progress !== undefined ? ` ${h.progress}%` : ''}${h.message ? `: ${h.message}` : ''}`)
+      .map((h) =>
+        isWaitingToRetry(h)
+          ? `${h.name} ${retryText(h, snapshots.get(h.name), now)}`
+          : `${h.name} ${h.phase}${h.progress !== undefined ? ` ${h.progress}%` : ''}${h.message ? `: ${h.message}` : ''}`,
+      )
       .join('; ');
     table.push([
       run.metadata?.namespace ?? '',

@@ -411,6 +411,7 @@ type CompletedData struct {
 	Message       *string        `json:"message,omitempty"`
 	Details       *string        `json:"details,omitempty"`
 	Progress      *int           `json:"progress,omitempty"`
+	RetryAfter    *int           `json:"retryAfter,omitempty"`
 	Contributions []Contribution `json:"contributions,omitempty"`
 }
 

@@ -3,7 +3,8 @@
 // environment variables and as a volume mounted at $SERVICE_BINDING_ROOT/db.
 //
 // Params it reads from its PrestartHook: secretName (default demo-db), fail (true makes the
-// second step fail, to see a held Revision).
+// second step fail, to see a held Revision), busyAttempts (default 0: attempts up to this one find
+// the database quota busy and ask the gate to ask again in busySeconds, default 1).
 //
 // The reply names the images it would act on (a scanner would scan these): each container's
 // digest as the request names it, never a tag, which can move before Knative runs it.
@@ -70,6 +71,11 @@ func ProvisionDatabase(duration time.Duration) Work {
 		database, _ := revision["service"].(string)
 		if database == "" {
 			database = revision["name"].(string)
+		}
+		// Attempts up to busyAttempts find the quota busy: not an error, so ask to be asked again.
+		if busy, _ := params["busyAttempts"].(float64); float64(req.Attempt) <= busy {
+			seconds, _ := params["busySeconds"].(float64)
+			return Outcome{Message: fmt.Sprintf("%s: database quota busy (attempt %d)", database, req.Attempt), RetryAfter: max(1, int(seconds))}
 		}
 		for i, step := range steps {
 			progress(i*100/len(steps), fmt.Sprintf("%s: %s", database, step))

@@ -17,11 +17,13 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 )
 
-// Outcome is what the work produced: succeeded (with contributions) or failed (with a message).
+// Outcome is what the work produced: succeeded (with contributions), failed (with a message), or
+// not ready yet: RetryAfter > 0 asks the gate to ask again in that many seconds (Message: why).
 type Outcome struct {
 	Succeeded     bool
 	Message       string
 	Contributions []Contribution
+	RetryAfter    int
 }
 
 // Progress sends a non-final report; a lost report only costs a status update.
@@ -142,6 +144,14 @@ func (r *Runner) finalEvent(req *Request, outcome Outcome, thrown any) event.Eve
 	case thrown != nil:
 		r.log.Warn("the work panicked; replying failed", "event", req.Key, "panic", thrown)
 		data.Message = ptr(clip(fmt.Sprintf("the hook threw: %v", thrown)))
+	case outcome.RetryAfter > 0:
+		// The attempt ends here; the gate asks again (a new attempt, a new id) after the delay.
+		data.Outcome = "retry"
+		data.RetryAfter = ptr(outcome.RetryAfter)
+		data.Message = ptr(clip(outcome.Message))
+		if outcome.Message == "" {
+			data.Message = ptr("not ready yet")
+		}
 	case outcome.Succeeded:
 		data.Outcome = "succeeded"
 		if outcome.Message != "" {

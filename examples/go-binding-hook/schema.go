@@ -227,7 +227,7 @@ func CheckCompletedData(v any) string {
 	}
 	for member := range data {
 		switch member {
-		case "outcome", "message", "details", "progress", "contributions":
+		case "outcome", "message", "details", "progress", "retryAfter", "contributions":
 		default:
 			return fmt.Sprintf("data has an unknown member %q", member)
 		}
@@ -236,11 +236,23 @@ func CheckCompletedData(v any) string {
 		return problem
 	}
 	outcome := data["outcome"]
-	if outcome != "succeeded" && outcome != "failed" && outcome != "progress" {
-		return `data/outcome must be one of "succeeded", "failed", "progress"`
+	if outcome != "succeeded" && outcome != "failed" && outcome != "progress" && outcome != "retry" {
+		return `data/outcome must be one of "succeeded", "failed", "progress", "retry"`
 	}
 	if message, present := data["message"]; present && !stringOfLength(message, 0, MaxMessage) {
 		return fmt.Sprintf("data/message must be a string of at most %d characters", MaxMessage)
+	}
+	// retry (ask me again in retryAfter seconds): the delay and a reason are required, and only there.
+	retryAfter, hasRetryAfter := data["retryAfter"]
+	if outcome == "retry" {
+		if !hasRetryAfter || !stringOfLength(data["message"], 1, MaxMessage) {
+			return `data: outcome "retry" needs retryAfter (seconds until the gate asks again, 1 to 86400) and a message (the reason)`
+		}
+		if seconds, _ := retryAfter.(float64); !isInteger(retryAfter) || seconds < 1 || seconds > 86400 {
+			return "data/retryAfter must be an integer from 1 to 86400"
+		}
+	} else if hasRetryAfter {
+		return `data/retryAfter is only allowed with outcome "retry"`
 	}
 	// details (optional, added compatibly): one line, no control characters, 1 to 1024 characters.
 	if details, present := data["details"]; present {

@@ -195,7 +195,7 @@ func TestBuildsRepliesTheGateAccepts(t *testing.T) {
 				t.Fatal(problem)
 			}
 			data := value.(map[string]any)
-			for _, member := range []string{"outcome", "message", "progress", "contributions"} {
+			for _, member := range []string{"outcome", "message", "progress", "retryAfter", "contributions"} {
 				if !reflect.DeepEqual(data[member], n.v.Expect.Reply[member]) {
 					t.Errorf("%s: got %v, want %v", member, data[member], n.v.Expect.Reply[member])
 				}

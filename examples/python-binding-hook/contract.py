@@ -412,15 +412,24 @@ def check_completed_data(data: Any) -> str | None:
     if not isinstance(data, dict):
         return "data must be an object"
     for member in data:
-        if member not in ("outcome", "message", "details", "progress", "contributions"):
+        if member not in ("outcome", "message", "details", "progress", "retryAfter", "contributions"):
             return f'data has an unknown member "{member}"'
     if "outcome" not in data:
         return 'data is missing "outcome"'
     outcome = data["outcome"]
-    if outcome not in ("succeeded", "failed", "progress"):
-        return 'data/outcome must be one of "succeeded", "failed", "progress"'
+    if outcome not in ("succeeded", "failed", "progress", "retry"):
+        return 'data/outcome must be one of "succeeded", "failed", "progress", "retry"'
     if "message" in data and (not isinstance(data["message"], str) or len(data["message"]) > MAX_MESSAGE):
         return f"data/message must be a string of at most {MAX_MESSAGE} characters"
+    # retry (ask me again in retryAfter seconds): the delay and a reason are required, and only there.
+    if outcome == "retry":
+        if "retryAfter" not in data or not data.get("message"):
+            return 'data: outcome "retry" needs retryAfter (seconds until the gate asks again, 1 to 86400) and a message (the reason)'
+        if not _is_integer(data["retryAfter"]) or not 1 <= data["retryAfter"] <= 86400:
+            return "data/retryAfter must be an integer from 1 to 86400"
+    elif "retryAfter" in data:
+        return 'data/retryAfter is only allowed with outcome "retry"'
+
     # details (optional, added compatibly): one line, no control characters, 1 to 1024 characters.
     if "details" in data:
         details = data["details"]

@@ -3,7 +3,8 @@ reporting progress after each) and hands the Revision the Secret with the creden
 environment variables and as a volume mounted at $SERVICE_BINDING_ROOT/db.
 
 Params it reads from its PrestartHook: secretName (default demo-db), fail (true makes the second
-step fail, to see a held Revision).
+step fail, to see a held Revision), busyAttempts (default 0: attempts up to this one find the
+database quota busy and ask the gate to ask again in busySeconds, default 1).
 
 The reply names the images it would act on (a scanner would scan these): each container's digest
 as the request names it, never a tag, which can move before Knative runs it.
@@ -59,6 +60,10 @@ def provision_database(duration_s: float) -> Work:
             )
         revision = request.data["revision"]
         database = revision.get("service") or revision["name"]
+        busy_attempts, busy_seconds = params.get("busyAttempts", 0), params.get("busySeconds", 1)
+        if request.attempt <= busy_attempts:
+            # Not an error: the quota frees up later. Ask to be asked again rather than fail or wait here.
+            return Outcome(False, f"{database}: database quota busy (attempt {request.attempt})", retry_after=busy_seconds)
         for i, step in enumerate(STEPS):
             await progress(i * 100 // len(STEPS), f"{database}: {step}")
             # Raises CancelledError when the gate cancels or the deadline passes: nothing is sent then.

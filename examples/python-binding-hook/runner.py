@@ -30,6 +30,8 @@ class Outcome:
     succeeded: bool
     message: str | None = None
     contributions: list[dict[str, Any]] = field(default_factory=list)
+    #: Not ready yet: ask me again in this many seconds (outcome "retry"; message is the reason).
+    retry_after: int | None = None
 
 
 Work = Callable[[Request, Progress], Awaitable[Outcome]]
@@ -146,6 +148,10 @@ class Runner:
         await self._deliver(request, final)
 
     def _final_event(self, request: Request, outcome: Outcome) -> CloudEvent:
+        if outcome.retry_after is not None:
+            # The attempt ends here; the gate asks again (a new attempt, a new id) after the delay.
+            retry = {"outcome": "retry", "retryAfter": outcome.retry_after, "message": clip(outcome.message or "not ready yet")}
+            return build_completed(request, retry, self.source)
         data: dict[str, Any] = {"outcome": "succeeded" if outcome.succeeded else "failed"}
         if outcome.message is not None:
             data["message"] = clip(outcome.message)

@@ -103,7 +103,7 @@ def test_builds_replies_the_gate_accepts(vector: dict[str, Any]) -> None:
     data = json_data(shown)
     assert check_completed_data(data) is None
     expected = vector["expect"]["reply"]
-    for member in ("outcome", "message", "progress", "contributions"):
+    for member in ("outcome", "message", "progress", "retryAfter", "contributions"):
         assert data.get(member) == expected.get(member), member
 
     # Rebuild the vector's reply with this hook's builder, answering the request it names.

@@ -75,3 +75,9 @@ export function formatDuration(seconds: number): string {
 function trimFloat(n: number): number {
   return Number(n.toFixed(6));
 }
+
+/** "2025-01-01T12:03:05.000Z" -> "12:03:05Z": the time of day a person reads next to an age column. */
+export function shortTime(iso: string): string {
+  const m = /T(\d\d:\d\d:\d\d)/.exec(iso);
+  return m ? `${m[1]}Z` : iso;
+}

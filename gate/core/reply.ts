@@ -12,6 +12,7 @@
 import type { HookStatus, PrestartRunView, Reply, RevisionView } from '../../api/types.ts';
 import { filterContributions } from './contributions.ts';
 import { runStatusOf } from './first-stage.ts';
+import { applyRetryReply, isWaitingToRetry } from './retry-after.ts';
 import { oneLine, summaryOf } from './status.ts';
 import type { ReplyResult } from './types.ts';
 
@@ -90,6 +91,8 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
   if ((reply.outcome === 'succeeded' && current.phase === 'Succeeded') || (reply.outcome === 'failed' && current.phase === 'Failed')) {
     return { type: 'duplicate' };
   }
+  // This attempt already asked to be asked again: a repeat of that answer changes nothing.
+  if (reply.outcome === 'retry' && isWaitingToRetry(current)) return { type: 'duplicate' };
   if (current.phase === 'Pending') {
     return reject(`hook ${reply.hook} has not been requested yet (attempt ${current.attempt} is Pending); ${reply.outcome} reply refused`);
   }
@@ -99,7 +102,9 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
 
   const message = typeof reply.message === 'string' ? oneLine(reply.message, MAX_MESSAGE) : undefined;
   let next: HookStatus;
-  if (reply.outcome === 'progress') {
+  if (reply.outcome === 'retry') {
+    next = applyRetryReply(current, snapshot, reply, now);
+  } else if (reply.outcome === 'progress') {
     next = { ...current };
     if (message !== undefined) next.message = message;
     if (isProgress(reply.progress)) next.progress = reply.progress;
@@ -119,9 +124,11 @@ export function applyReply(run: PrestartRunView, reply: Reply, now: Date): Reply
       attempt: current.attempt,
       answeredAt: now.toISOString(),
     };
-    for (const key of ['requestedAt', 'lastSentAt', 'deadline'] as const) {
+    // The retries before this answer stay on record (kubectl get prestartrun -o yaml shows them).
+    for (const key of ['requestedAt', 'lastSentAt', 'deadline', 'retryReason'] as const) {
       if (current[key] !== undefined) next[key] = current[key];
     }
+    if (current.retries !== undefined) next.retries = current.retries;
     if (isProgress(reply.progress)) next.progress = reply.progress;
     const details = detailsOf(reply) ?? current.details;
     if (details !== undefined) next.details = details;

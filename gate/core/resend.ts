@@ -1,4 +1,5 @@
-// advanceRun's deadlines step (decide/advance.ts): a Requested hook's deadline, heartbeat and resends.
+// advanceRun's deadlines step (decide/advance.ts): a Requested hook's deadline, heartbeat and resends
+// (and, for one that answered `retry`, asking again: retry-after.ts).
 //
 // A resend is not written to the run. The request was recorded when its stage started
 // (requestedAt, lastSentAt, deadline); asking again for the same attempt adds nothing a crash
@@ -11,6 +12,7 @@
 import type { HookSnapshot, HookStatus } from '../../api/types.ts';
 import type { SendClock } from './first-stage.ts';
 import { heartbeatDue, heartbeatExpired } from './heartbeat.ts';
+import { isWaitingToRetry, retryOrWait, retryWakeup, timedOutWaiting } from './retry-after.ts';
 import { type HookEntry, timeoutMessage } from './status.ts';
 import type { Action } from './types.ts';
 
@@ -35,6 +37,8 @@ export function expireOrResend(entry: HookEntry, c: SendClock, sends: Action[]):
   });
   const deadline = deadlineOf(status, snapshot, now);
   const grace = outageGraceMs(snapshot);
+  // The hook answered `retry`: nothing to re-send until the gate asks again (retry-after.ts).
+  if (isWaitingToRetry(status)) return retryOrWait(entry, c, deadline, grace, sends);
   const last = lastSentAt(status, c);
   if (c.leaderSince !== undefined && last < c.leaderSince && deadline < c.leaderSince + grace) {
     // The deadline came, or nearly, while no leader acted: it moves, and that is written.
@@ -59,8 +63,10 @@ export function expired(entry: HookEntry, now: number): HookEntry | undefined {
   const { status, snapshot } = entry;
   if (status.phase !== 'Requested' || !snapshot) return undefined;
   const deadline = deadlineOf(status, snapshot, now);
-  // --- a hook silent longer than its heartbeatTimeout times out before its deadline ---
-  if (now < deadline) return heartbeatExpired(entry, now);
+  const waiting = isWaitingToRetry(status);
+  // --- a hook silent longer than its heartbeatTimeout times out before its deadline (one waiting to be asked again is not silent) ---
+  if (now < deadline) return waiting ? undefined : heartbeatExpired(entry, now);
+  if (waiting) return timedOutWaiting(entry, deadlineIsoOf(status, deadline));
   return {
     snapshot,
     status: { ...status, phase: 'TimedOut', deadline: deadlineIsoOf(status, deadline), message: timeoutMessage(snapshot) },
@@ -72,6 +78,11 @@ export function nextWakeup(entries: readonly HookEntry[], c: Pick<SendClock, 'no
   let next = Number.POSITIVE_INFINITY;
   for (const { status, snapshot } of entries) {
     if (status.phase !== 'Requested' || !snapshot) continue;
+    const waiting = retryWakeup(status, deadlineOf(status, snapshot, c.now));
+    if (waiting !== undefined) {
+      next = Math.min(next, waiting);
+      continue;
+    }
     next = Math.min(next, deadlineOf(status, snapshot, c.now), resendAtOf(status, snapshot, c) ?? Number.POSITIVE_INFINITY);
     next = Math.min(next, heartbeatDue(status, snapshot) ?? Number.POSITIVE_INFINITY); // heartbeats
   }

@@ -16,7 +16,9 @@ import {
   type PrestartRunView,
   RETRY_ANNOTATION,
 } from '../../api/types.ts';
+import { shortTime } from './duration.ts';
 import { runStatusOf } from './first-stage.ts';
+import { isWaitingToRetry, retryLine } from './retry-after.ts';
 import { describeOutcome, isFailure, oneLine, readyOf } from './status.ts';
 import type { Action, Decision, Observed } from './types.ts';
 
@@ -70,18 +72,17 @@ export function revisionConditionFor(namespace: string, revision: string, status
 
 /** "db Requested 40%, deadline 12:03:05Z: migrating"; the long form names the attempt and the whole deadline. */
 function holdLine(h: HookStatus, short: boolean): string {
+  // Waiting to ask again: when, which attempt, and the hook's reason (retry-after.ts).
+  if (isWaitingToRetry(h)) {
+    const line = retryLine(h, undefined, short ? 96 : 512);
+    return short ? line : `${line}, deadline ${h.deadline ?? 'unknown'}`;
+  }
   const progress = h.progress === undefined ? '' : short ? ` ${h.progress}%` : `, ${h.progress}%`;
   const attempt = short ? '' : `, attempt ${h.attempt}`;
   const deadline = h.deadline ? `, deadline ${short ? shortTime(h.deadline) : h.deadline}` : '';
   const head = `${h.name} ${h.phase}${attempt}${progress}${deadline}`;
   const said = h.message ? `${head}: ${oneLine(h.message, short ? 96 : 512)}` : head;
   return !short && h.details ? `${said} (details: ${h.details})` : said;
-}
-
-/** "2025-01-01T12:03:05.000Z" -> "12:03:05Z" (the countdown a person reads next to the age column). */
-function shortTime(iso: string): string {
-  const m = /T(\d\d:\d\d:\d\d)/.exec(iso);
-  return m ? `${m[1]}Z` : iso;
 }
 
 function sameCondition(a: Condition | undefined, b: RevisionCondition): boolean {

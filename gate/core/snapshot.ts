@@ -3,6 +3,7 @@
 
 import type { HookSnapshot, PrestartHook } from '../../api/types.ts';
 import { parseDurationSeconds } from './duration.ts';
+import { retryLimitsFromSpec } from './retry-after.ts';
 
 export class HookSpecError extends Error {
   constructor(
@@ -40,6 +41,13 @@ export function snapshotHook(hook: PrestartHook): HookSnapshot {
     snapshot.heartbeatTimeoutSeconds = heartbeat;
   }
   if (spec.mode === 'Audit') snapshot.mode = 'Audit';
+  try {
+    const retryAfter = retryLimitsFromSpec(spec.retryAfter, (field, text) => seconds(hook.name, field, text));
+    if (retryAfter) snapshot.retryAfter = retryAfter;
+  } catch (err) {
+    if (err instanceof HookSpecError) throw err;
+    throw new HookSpecError(hook.name, (err as Error).message);
+  }
   return snapshot;
 }
 

@@ -85,7 +85,7 @@ export function createMetrics(withDefaults = false, tracing: Tracing = noTracing
 
   const attemptSeconds = new Histogram({
     name: 'prestart_gate_hook_attempt_duration_seconds',
-    help: 'Time from a request to its hook to the end of that attempt, by hook, transport and outcome (succeeded, failed, timed_out, cancelled)',
+    help: 'Time from a request to its hook to the end of that attempt, by hook, transport and outcome (succeeded, failed, timed_out, cancelled, retry)',
     labelNames: ['hook', 'transport', 'outcome'] as const,
     buckets: SECOND_BUCKETS_HOOK,
     registers,

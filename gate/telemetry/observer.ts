@@ -28,6 +28,8 @@ interface SeenHook {
   phase: HookPhase;
   attempt: number;
   resends: number;
+  /** The attempt answered retry: the gate waits to ask again (gate/core/retry-after.ts). */
+  waiting?: boolean;
 }
 
 interface Seen {
@@ -104,6 +106,7 @@ export class RunObserver {
         continue;
       }
       const seen: SeenHook = { phase: h.phase, attempt: h.attempt, resends: before?.attempt === h.attempt ? before.resends : 0 };
+      if (h.phase === 'Requested' && h.retryAt !== undefined) seen.waiting = true;
       next.hooks.set(h.name, seen);
       const transport = run?.spec.hooks.find((s) => s.name === h.name)?.delivery.transport ?? 'unknown';
       // A resend is not written to the run (gate/core/resend.ts): it is counted as decided, a
@@ -113,12 +116,14 @@ export class RunObserver {
         this.sink.resent(h.name, transport);
       }
       if (!before || !run) continue;
-      if (h.attempt > before.attempt) this.sink.retried(h.name);
+      // An admin's retry re-runs a finished hook; the gate asking again after a retry reply is not one.
+      if (h.attempt > before.attempt && !OPEN.has(before.phase)) this.sink.retried(h.name);
       if (h.attempt !== before.attempt) continue;
-      const outcome = OUTCOMES[h.phase];
+      // An attempt answered retry ends then (the reply's moment is not stored: now, as for a timeout).
+      const outcome = seen.waiting && !before.waiting ? 'retry' : OUTCOMES[h.phase];
       if (outcome && OPEN.has(before.phase) && h.requestedAt !== undefined) {
         const start = Date.parse(h.requestedAt);
-        const end = endOf(h, now);
+        const end = outcome === 'retry' ? now : endOf(h, now);
         this.sink.attemptEnded(h.name, transport, outcome, Math.max(0, end - start) / 1000);
         if (run.spec.hooks.find((sn) => sn.name === h.name)?.mode === 'Audit') this.sink.auditOutcome?.(h.name, outcome);
         this.tracing.recordAttempt({

@@ -13,7 +13,8 @@ export interface TracingConfig {
   exportDelayMs?: number;
 }
 
-export type AttemptOutcome = 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+/** How an attempt ended; `retry`: the hook asked to be asked again (the next attempt follows). */
+export type AttemptOutcome = 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'retry';
 
 export interface RunSpan {
   runUID: string;

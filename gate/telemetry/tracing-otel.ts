@@ -81,7 +81,9 @@ export function exportingTracing(config: TracingConfig): Tracing {
         'prestart.outcome': s.outcome,
         'prestart.resends': s.resends,
       });
-      if (s.outcome !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR, message: s.message ?? s.outcome });
+      // A retry is not an error: the hook asked to be asked again, and the next attempt's span follows.
+      if (s.outcome !== 'succeeded' && s.outcome !== 'retry')
+        span.setStatus({ code: SpanStatusCode.ERROR, message: s.message ?? s.outcome });
       span.end(s.end);
     },
     traceReplies(record) {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { HOLD_LABEL, HOOKS_ANNOTATION } from '../../api/types.ts';
 import type { CloudEventRecord, Message } from '../../schemas/event.ts';
 import { buildRequested, gateSource, type KeyRing, toBinary } from '../../schemas/index.ts';
+import type { RequestedRevision } from '../../schemas/validate.ts';
 import type { ReceivedReply } from './reply-sink.ts';
 
 export const PROBE_NAMESPACE = 'conformance';
@@ -46,6 +47,32 @@ export function startRequest(ctx: ProbeContext, probe: string, hook = ctx.hook):
     containers: CONTAINERS,
     replyTo: ctx.replyTo,
     source: gateSource(PROBE_NAMESPACE),
+    keys: ctx.keys,
+  });
+}
+
+/**
+ * The next attempt of `start`, as the gate asks again after a retry reply: the same Revision, run
+ * and deadline; a new attempt, so a new id and correlationid.
+ */
+export function nextAttemptOf(ctx: ProbeContext, start: CloudEventRecord, attempt: number): CloudEventRecord {
+  const data = start.data as {
+    revision: RequestedRevision;
+    hook: { name: string; params: Record<string, unknown> };
+    deadline: string;
+  };
+  const ref = ctx.keys.verify(start.correlationid);
+  if (!ref) throw new Error('nextAttemptOf: the start carries no correlationid of this key ring');
+  return buildRequested({
+    revision: data.revision,
+    hook: { name: data.hook.name, params: data.hook.params, allowedContributions: ['env', 'envFrom', 'volume'] },
+    runUID: ref.runUID,
+    attempt,
+    deadline: new Date(data.deadline),
+    action: 'start',
+    containers: CONTAINERS,
+    replyTo: ctx.replyTo,
+    source: start.source,
     keys: ctx.keys,
   });
 }

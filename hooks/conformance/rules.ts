@@ -42,14 +42,24 @@ export const RULES = {
     title: 'with sender identity on (--identity), every reply posted to the sink carries Authorization: Bearer <token>',
     section: 'docs/protocol.md#sender-identity-direct-http',
   },
+  'R11-retry-well-formed-and-honoured': {
+    title:
+      'a retry reply (ask me again) carries retryAfter and a reason, ends its attempt, and the next attempt asked after the delay is run afresh and answered',
+    section: 'docs/protocol.md#retry-ask-me-again-later',
+  },
 } as const;
 
 export type RuleId = keyof typeof RULES;
 
 export const RULE_IDS = Object.keys(RULES) as RuleId[];
 
-/** The rules run unless the checker is told sender identity is on (--identity adds R10). */
-export const RULES_WITHOUT_IDENTITY: RuleId[] = RULE_IDS.filter((id) => id !== 'R10-reply-carries-token');
+/**
+ * The rules run by default: --identity adds R10; --retry-param (what makes the hook answer retry)
+ * adds R11, which also runs when any reply the hook sent is a retry the gate refuses.
+ */
+export const RULES_WITHOUT_IDENTITY: RuleId[] = RULE_IDS.filter(
+  (id) => id !== 'R10-reply-carries-token' && id !== 'R11-retry-well-formed-and-honoured',
+);
 
 /** One finding; a rule may have several (one per probe). */
 export interface Check {

@@ -18,8 +18,9 @@ import {
 } from './checks.ts';
 import { is2xx, isFinal } from './describe.ts';
 import { type Answer, deliver, reachable } from './post.ts';
-import { cancelOf, malformedProbes, newerRequest, type ProbeContext, probeOf, startRequest } from './probes.ts';
+import { cancelOf, malformedProbes, newerRequest, nextAttemptOf, type ProbeContext, probeOf, startRequest } from './probes.ts';
 import { type ReceivedReply, readReply, startReplySink } from './reply-sink.ts';
+import { checkRetry, playRetries, RETRY_PROBE, refusedRetry } from './retry.ts';
 import type { Check, Report } from './rules.ts';
 
 export interface ConformanceOptions {
@@ -35,6 +36,8 @@ export interface ConformanceOptions {
   quietMs?: number;
   /** Sender identity is on: every reply posted to the sink must carry a bearer token (R10). */
   identity?: boolean;
+  /** data.hook.params that make the hook answer retry (ask me again): the checker then plays the gate's retries (R11). */
+  retryParams?: Record<string, unknown>;
 }
 
 export const DEFAULT_CONFORMANCE_HOOK = 'conformance';
@@ -126,6 +129,25 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       afterFinish = await send(toBinary(valid), 'valid', 'the valid request repeated after it finished');
       await finalFor('valid', afterFinish, againWaitMs, beforeRepeat);
     }
+    // R11: asked for the params that make the hook answer retry, the checker asks again as the gate would.
+    const retryCtx = opts.retryParams ? { ...ctx, params: opts.retryParams } : undefined;
+    const retryStart = retryCtx ? startRequest(retryCtx, RETRY_PROBE) : undefined;
+    const retryPlay =
+      retryCtx && retryStart
+        ? await playRetries(
+            retryStart,
+            {
+              send: (request, what) => {
+                correlation.set(RETRY_PROBE, String(request[EXT_CORRELATION_ID]));
+                return send(toBinary(request), RETRY_PROBE, what);
+              },
+              finalFor: (answer, earlier) => finalFor(RETRY_PROBE, answer, timeoutMs, earlier),
+              replies: () => repliesTo(RETRY_PROBE),
+              nextAttempt: (attempt) => nextAttemptOf(retryCtx, retryStart, attempt),
+            },
+            timeoutMs,
+          )
+        : undefined;
     const slowest = Math.max(
       firstLatency,
       structuredFinal ? structuredFinal.at - structured.sentAt : 0,
@@ -170,6 +192,9 @@ export async function runConformance(url: string, opts: ConformanceOptions = {})
       checkSpeed(answers),
       ...(opts.identity ? [checkReplyTokens(sink.replies)] : []),
     ];
+    const retryCheck =
+      retryPlay && opts.retryParams ? checkRetry(retryPlay, opts.retryParams, timeoutMs) : refusedRetry([...sink.replies, ...inAnswers]);
+    if (retryCheck) checks.push(retryCheck);
     return finish(checks);
   } finally {
     await sink.close();

@@ -30,5 +30,6 @@ export {
   type HookOutcome,
   type HookRequest,
   type HookRevision,
+  retryAfter,
   succeed,
 } from './types.ts';

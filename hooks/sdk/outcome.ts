@@ -73,18 +73,32 @@ function failedEvent(request: RequestHandle, source: string, id: string, message
   return buildCompleted({ request, source, id, outcome: 'failed', message: clip(message) });
 }
 
-type Fields = { outcome: 'succeeded' | 'failed'; message?: string; details?: string; contributions?: Contribution[] };
+type Fields = {
+  outcome: 'succeeded' | 'failed' | 'retry';
+  message?: string;
+  details?: string;
+  retryAfter?: number;
+  contributions?: Contribution[];
+};
 
 function readOutcome(produced: unknown): { ok: true; fields: Fields } | { ok: false; reason: string } {
   if (typeof produced !== 'object' || produced === null || typeof (produced as { succeeded?: unknown }).succeeded !== 'boolean') {
     return { ok: false, reason: `the hook returned ${describe(produced)} instead of {succeeded: true|false, ...}` };
   }
-  const o = produced as { succeeded: boolean; message?: unknown; details?: unknown; contributions?: unknown };
+  const o = produced as { succeeded: boolean; message?: unknown; details?: unknown; contributions?: unknown; retryAfter?: unknown };
   if (o.message !== undefined && typeof o.message !== 'string')
     return { ok: false, reason: 'the hook returned a message that is not a string' };
   if (o.details !== undefined && typeof o.details !== 'string')
     return { ok: false, reason: 'the hook returned details that are not a string' };
   const details = o.details === undefined || o.details.trim() === '' ? {} : { details: clipDetails(o.details) };
+  if (!o.succeeded && o.retryAfter !== undefined) {
+    // Not ready yet: ask the gate to ask again. Whole seconds on the wire; a fraction rounds up.
+    if (typeof o.retryAfter !== 'number' || !Number.isFinite(o.retryAfter) || o.retryAfter <= 0) {
+      return { ok: false, reason: 'the hook returned a retryAfter that is not a positive number of seconds' };
+    }
+    const message = clip(o.message === undefined || o.message === '' ? 'not ready yet' : o.message);
+    return { ok: true, fields: { outcome: 'retry', retryAfter: Math.ceil(o.retryAfter), message, ...details } };
+  }
   if (!o.succeeded) return { ok: true, fields: { outcome: 'failed', message: clip(o.message ?? 'failed'), ...details } };
   const fields: Fields = { outcome: 'succeeded', ...details };
   if (o.message !== undefined) fields.message = clip(o.message);

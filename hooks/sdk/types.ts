@@ -25,7 +25,7 @@ export interface HookRequest {
   revision: HookRevision;
   /** `spec.params` of the PrestartHook when the run started (never secrets: anyone who can read requests sees them). */
   params: Record<string, unknown>;
-  /** 1 for the first run; grows only when an admin retries. */
+  /** 1 for the first run; grows when an admin retries and when the gate asks again after a `retryAfter` outcome. */
   attempt: number;
   /** The gate stops waiting then; `ctx.signal` aborts at that moment. */
   deadline: Date;
@@ -49,7 +49,7 @@ export interface HookContext {
  */
 export type HookOutcome =
   | { succeeded: true; message?: string; details?: string; contributions?: Contribution[] }
-  | { succeeded: false; message: string; details?: string };
+  | { succeeded: false; message: string; details?: string; retryAfter?: number };
 
 export type HookHandler = (request: HookRequest, ctx: HookContext) => Promise<HookOutcome>;
 
@@ -62,6 +62,18 @@ export function succeed(message?: string, contributions?: Contribution[]): HookO
 
 export function fail(message: string, details?: string): HookOutcome {
   return details === undefined ? { succeeded: false, message } : { succeeded: false, message, details };
+}
+
+/**
+ * Not ready yet (a quota not free, a dependency not ready): the attempt ends with outcome `retry`
+ * and the gate asks again in `seconds` (whole seconds, 1 to 86400; its PrestartHook may cut it to
+ * spec.retryAfter.maxDelay) as the next attempt, with the same deadline. `reason` shows in
+ * `kn prestart` and the Revision's hold message.
+ */
+export function retryAfter(seconds: number, reason: string, details?: string): HookOutcome {
+  const outcome: HookOutcome = { succeeded: false, message: reason, retryAfter: seconds };
+  if (details !== undefined) outcome.details = details;
+  return outcome;
 }
 
 /** The reason of `ctx.signal` when the gate sent a cancel. */

@@ -41,7 +41,9 @@ export function judge(scenario: Scenario, replies: readonly Reply[], now: Date, 
       run = { ...run, status: result.status };
       const status = result.status.hooks.find((h) => h.name === hookName);
       const pct = status?.progress === undefined ? '' : ` ${status.progress}%`;
-      steps.push(`${reply.outcome}${pct}${status?.message ? `: ${status.message}` : ''}`);
+      // A retry's reason is its own (retryReason); the hook's last message is unchanged by it.
+      const said = reply.outcome === 'retry' && status?.retryAt ? `retry at ${status.retryAt}: ${status.retryReason}` : undefined;
+      steps.push(said ?? `${reply.outcome}${pct}${status?.message ? `: ${status.message}` : ''}`);
     } else if (result.type === 'duplicate') steps.push(`${reply.outcome}: a duplicate, nothing changes`);
     else steps.push(`${reply.outcome}: refused (${result.reason})`);
   }

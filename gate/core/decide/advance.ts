@@ -6,6 +6,7 @@ import { IMAGES_CHANGED, imagesChangedCondition, sameContainers, waitingForDiges
 import { type SendClock, STARTED_STATUS_DELAY_MS, startStage } from '../first-stage.ts';
 import { idRunUID } from '../reply.ts';
 import { expireOrResend, nextWakeup } from '../resend.ts';
+import { retryHoldReason, withRetries } from '../retry-after.ts';
 import {
   compact,
   derivePhase,
@@ -67,9 +68,10 @@ export function advanceRun(o: Observed, run: PrestartRunView): Decision {
   } else {
     if (store.now) actions.push({ type: 'updateRunStatus', status });
     actions.push(...sends);
+    // While Running: the line of each hook waiting to be asked again (retry-after.ts), else none.
     const reason =
       phase !== 'Failed'
-        ? undefined
+        ? retryHoldReason(entries)
         : imagesChanged
           ? imagesChangedHoldReason(run, imagesChanged.message ?? '')
           : failureHoldReason(run, entries);
@@ -142,7 +144,9 @@ function judge(
     changedBefore ??
     (phase === 'Released' && !sameContainers(containers, current) ? imagesChangedCondition(containers, current) : undefined);
   if (imagesChanged) return { phase: 'Failed', ready: imagesChanged, imagesChanged };
-  return { phase, ready: readyFor(phase, entries), imagesChanged: undefined };
+  // A running run's Ready message also names each hook waiting to be asked again, when and why.
+  const ready = phase === 'Running' ? withRetries(readyFor(phase, entries), entries) : readyFor(phase, entries);
+  return { phase, ready, imagesChanged: undefined };
 }
 
 /**

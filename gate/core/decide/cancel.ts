@@ -4,6 +4,7 @@
 // deleted, so a cancel is best effort.
 import { CANCEL_FINALIZER, type HookStatus, type PrestartRunStatus, type PrestartRunView } from '../../../api/types.ts';
 import { idRunUID } from '../reply.ts';
+import { withoutRetryAt } from '../retry-after.ts';
 import { compact, isUnfinished, joinHooks, jsonEqual, readyFor, readyOf, setCondition, summaryOf } from '../status.ts';
 import type { Action, Decision, Observed } from '../types.ts';
 import { baseStatus } from './base-status.ts';
@@ -57,7 +58,7 @@ function cancel(o: Observed, run: PrestartRunView, why: string, isDeleting: bool
       sends.push({ type: 'sendCancel', runUID: idRunUID(run), hook: snapshot, attempt: status.attempt, reason: why });
     }
     cancelled.push(status.name);
-    return { ...status, phase: 'Cancelled', message: why };
+    return { ...withoutRetryAt(status), phase: 'Cancelled', message: why };
   });
   const ready = readyFor('Cancelled', entries, why);
   const status: PrestartRunStatus = compact({

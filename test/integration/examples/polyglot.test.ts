@@ -33,14 +33,21 @@ async function needs<T>(t: ExecutionContext, get: () => T | Promise<T>): Promise
 
 async function passesConformance(t: ExecutionContext, hook: RunningHook): Promise<void> {
   t.teardown(() => hook.stop());
-  const report = await runConformance(hook.url, { hook: HOOK_NAME, timeoutMs: 10_000, quietMs: 300 });
+  // busyAttempts: attempt 1 finds the database quota busy and asks to be asked again in 1 s (R11).
+  const retryParams = { busyAttempts: 1, busySeconds: 1 };
+  const report = await runConformance(hook.url, { hook: HOOK_NAME, timeoutMs: 10_000, quietMs: 300, retryParams });
   const explain = `${formatReport(report, { verbose: true })}\n--- the hook's output:\n${hook.output()}`;
   t.deepEqual(failuresOf(report), [], explain);
   t.true(report.passed, explain);
   t.deepEqual(
     [...new Set(report.checks.map((c) => c.rule))].sort(),
-    [...RULES_WITHOUT_IDENTITY].sort(),
+    [...RULES_WITHOUT_IDENTITY, 'R11-retry-well-formed-and-honoured'].sort(),
     'every rule was checked (R10 only with --identity)',
+  );
+  t.regex(
+    report.checks.find((c) => c.rule === 'R11-retry-well-formed-and-honoured')?.detail ?? '',
+    /^attempt 1: retry "retry: database quota busy \(attempt 1\)" after 1 s, asked again 1\.0 s later; attempt 2: succeeded "database retry ready/,
+    explain,
   );
 }
 
