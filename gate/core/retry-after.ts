@@ -77,10 +77,10 @@ export function applyRetryReply(current: HookStatus, snapshot: HookSnapshot, rep
 }
 
 /**
- * Rule 11 step b for a hook waiting to be asked again: not re-sent and no heartbeat (the hook is
+ * advanceRun's deadlines step for a hook waiting to be asked again: not re-sent and no heartbeat (the hook is
  * not working on anything); TimedOut at its deadline; at retryAt, asked again as attempt + 1 with
  * the same deadline (written, then sent). A retry that came due while no leader acted is asked at
- * once, its deadline moved as step b moves an outage's (`graceMs`).
+ * once, its deadline moved as the deadlines step moves an outage's (`graceMs`).
  */
 export function retryOrWait(entry: HookEntry, c: SendClock, deadline: number, graceMs: number, sends: Action[]): HookEntry {
   const { status, snapshot } = entry;
