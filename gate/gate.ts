@@ -61,6 +61,7 @@ export async function startGate(
   const caches = createCaches(kc, client, log, {
     namespaceSelector: config.namespaceSelector,
     watchTimeoutSeconds: config.watchTimeoutSeconds,
+    namespacedHooks: { limit: config.namespacedHooks?.limit, clusterDomain: config.namespacedHooks?.clusterDomain },
   });
   const watchFailureMs = (config.watchFailureSeconds ?? DEFAULTS.watchFailureSeconds) * 1000;
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
@@ -87,9 +88,12 @@ export async function startGate(
   const synced = syncCaches(caches);
   const webhooks = await startWebhookServer(kc, config, caches, watchFailureMs, metrics, log);
   const { tls, url: webhookUrl } = webhooks;
+  // A team's first hook needs the Revision webhook at once, also where the apiserver stamps.
+  for (const verb of ['add', 'delete'] as const) caches.namespacedHooks.on(verb, () => tls.recheck());
   const drainer = trackRequests([sink.server, webhooks.server]);
   await tls.register(webhookUrl);
   await synced;
+  tls.recheck();
 
   const sender = new RequestSender({ transports, keys, source: config.source, replyTo: sinkUrl, log, metrics, tracing });
   const checks = createLeaderChecks({
