@@ -22,6 +22,7 @@ export { escapePointerToken, type JsonPatchOp, pointer } from './jsonpatch.ts';
 export { compareHooks, hookMatches, hooksFor, labelSelectorErrors, labelSelectorMatches } from './match.ts';
 export {
   CLUSTER_ORDER_MAX,
+  DEFAULT_CLUSTER_DOMAIN,
   DEFAULT_NAMESPACED_HOOK_LIMIT,
   hookKind,
   MAX_NAMESPACED_HOOK_LIMIT,
