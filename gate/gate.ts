@@ -8,8 +8,10 @@ import { createLeaderChecks } from './checks/leader-checks.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { LeaderElector } from './controller/leader.ts';
+import { DEFAULT_CLUSTER_DOMAIN } from './core/index.ts';
 import { loadOrCreateKeyRing, watchKeyRing } from './delivery/correlation-keys.ts';
 import { hookTransports } from './delivery/hook-transports.ts';
+import { guardNamespacedTargets } from './delivery/namespaced-targets.ts';
 import { startNatsReplies } from './delivery/nats-replies.ts';
 import { replyIdentity } from './delivery/reply-identity.ts';
 import { ReplyRecorder } from './delivery/reply-recorder.ts';
@@ -80,7 +82,12 @@ export async function startGate(
   );
   const sinkUrl = sink.url;
 
-  const transports = hookTransports(kc, caches, config, log);
+  // A team's hook is sent to only while its address is a Service of its namespace's pods.
+  const transports = guardNamespacedTargets(
+    hookTransports(kc, caches, config, log),
+    client,
+    config.namespacedHooks?.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
+  );
   const natsSink = await startNatsReplies(config.nats, intake, transports, sinkMetrics, log);
 
   // The informers list in the background; the webhooks serve meanwhile and refuse, retryably,

@@ -31,6 +31,9 @@ export {
   namespacedHookName,
   namespaceOfHook,
   runOrder,
+  serviceOfAddress,
+  type TargetService,
+  targetProblem,
 } from './namespaced-hooks.ts';
 export {
   applyReply,

@@ -143,3 +143,53 @@ function deliveryUrl(namespace: string, delivery: Record<string, unknown>, clust
 function record(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
+
+/** What the gate reads of the Service a namespaced hook's address names, before it sends there. */
+export interface TargetService {
+  type?: string;
+  /** Its controller (ownerReferences[controller=true]). */
+  controller?: { apiVersion?: string; kind?: string; name?: string };
+}
+
+/**
+ * The Service a namespaced hook's address names: `<name>.<namespace>.svc.<domain>` as
+ * namespacedHook wrote it. Undefined for any other address (the caller refuses it).
+ */
+export function serviceOfAddress(url: string, namespace: string, clusterDomain: string): string | undefined {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+  const suffix = `.${namespace}.svc.${clusterDomain}`;
+  if (!host.endsWith(suffix)) return undefined;
+  const name = host.slice(0, -suffix.length);
+  return SERVICE_NAME.test(name) ? name : undefined;
+}
+
+/**
+ * Why the gate will not send to this Service now, or undefined when it may. A Service of type
+ * ExternalName names another address (another namespace's Service, the apiserver, an address
+ * outside the cluster), so it is refused, except the one Knative keeps for a Knative Service of the
+ * same name (controlled by its Route), which leads to Knative's own ingress. A Service not found
+ * may come later (retriable).
+ */
+export function targetProblem(
+  namespace: string,
+  name: string,
+  service: TargetService | undefined,
+  knativeService: boolean,
+): { problem: string; retriable: boolean } | undefined {
+  if (!service) return { problem: `Service ${namespace}/${name} not found`, retriable: true };
+  if (service.type !== 'ExternalName') return undefined;
+  const c = service.controller;
+  const knatives = knativeService && c?.kind === 'Route' && (c.apiVersion ?? '').startsWith('serving.knative.dev/') && c.name === name;
+  if (knatives) return undefined;
+  return {
+    problem:
+      `Service ${namespace}/${name} is of type ExternalName, which names another address: a NamespacedPrestartHook ` +
+      "sends only to a Service of its namespace's pods, or to a Knative Service",
+    retriable: false,
+  };
+}

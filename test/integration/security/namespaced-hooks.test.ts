@@ -383,6 +383,35 @@ test.serial("a team's hook has no effect on another namespace's Revisions, wheth
 });
 
 test.serial(
+  "a team's Service of type ExternalName (leading to another namespace) is refused by the gate before anything is sent",
+  async (t) => {
+    // Alice points a Service of her own namespace at another namespace's Service, and her hook at it.
+    await alice.makeApiClient(CoreV1Api).createNamespacedService({
+      namespace: env.namespace,
+      body: { metadata: { name: 'sneaky' }, spec: { type: 'ExternalName', externalName: `db.${other.namespace}.svc.cluster.local` } },
+    });
+    await alice.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      ...NAMESPACED_HOOKS,
+      namespace: env.namespace,
+      body: teamHook(env.namespace, 'sneaky', {
+        match: { annotation: { key: 'sneaky' } },
+        delivery: { service: { name: 'sneaky', port: Number(new URL(teamServer.url).port) } },
+      }),
+    });
+    await waitStamped(env.namespace, `${env.namespace}/sneaky`, { sneaky: 'yes' });
+    const before = teamServer.requests.length;
+    await env.createRevision('sneaky-00001', { annotations: { sneaky: 'yes' } });
+    const failed = await env.waitForRun('sneaky-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+    t.regex(
+      failed.status?.hooks[0]?.message ?? '',
+      new RegExp(`Service ${env.namespace}/sneaky is of type ExternalName, which names another address.*nothing was sent`),
+    );
+    t.is(teamServer.requests.length, before, 'no request went anywhere');
+    t.true(isHeld(await env.getRevision('sneaky-00001')));
+  },
+);
+
+test.serial(
   '1,000 hooks in one namespace: its Revisions are refused with the reason, and another namespace is served as before',
   async (t) => {
     // Another team with one hook of its own, answered at once: the Revision the gate must keep serving.
@@ -393,6 +422,10 @@ test.serial(
         match: { annotation: { key: 'quick' } },
         delivery: { service: { name: 'quick', port: Number(new URL(teamServer.url).port) } },
       }),
+    });
+    await env.core.createNamespacedService({
+      namespace: other.namespace,
+      body: { metadata: { name: 'quick' }, spec: { ports: [{ port: Number(new URL(teamServer.url).port) }], selector: { app: 'quick' } } },
     });
     teamAnswer = async (req) => syncReply(req, 'succeeded');
     await waitStamped(other.namespace, `${other.namespace}/quick`, { quick: 'yes' });

@@ -4,7 +4,7 @@
 import test from 'ava';
 import type { NamespacedPrestartHookSpec, PrestartHook } from '../../../../api/types.ts';
 import { decide } from '../../../../gate/core/decide.ts';
-import { namespacedHook, runOrder } from '../../../../gate/core/namespaced-hooks.ts';
+import { namespacedHook, runOrder, serviceOfAddress, targetProblem } from '../../../../gate/core/namespaced-hooks.ts';
 import { stampRevision } from '../../../../gate/core/stamp.ts';
 import { answer, apply, heldRevision, hook, hookPhases, observed, ofType, revision, storeStarted } from './_builders.ts';
 
@@ -127,4 +127,20 @@ test("a namespace over the gate's limit: each of its hooks carries the reason, a
   t.is(h.problem, 'over the limit');
   const created = ofType(decide(observed(heldRevision([h.name]), [h])), 'createRun')[0];
   t.regex(created?.status.hooks[0]?.message ?? '', /over the limit/);
+});
+
+test("the gate sends only to a Service of the namespace's pods, or the one Knative keeps for a Knative Service", (t) => {
+  t.is(serviceOfAddress('http://migrate.team-a.svc.cluster.local:8080/x', 'team-a', 'cluster.local'), 'migrate');
+  t.is(serviceOfAddress('http://migrate.team-b.svc.cluster.local/', 'team-a', 'cluster.local'), undefined, "another namespace's");
+  t.is(serviceOfAddress('http://169.254.169.254/', 'team-a', 'cluster.local'), undefined);
+  t.is(serviceOfAddress('http://a.b.team-a.svc.cluster.local/', 'team-a', 'cluster.local'), undefined, 'a dotted name');
+  t.is(targetProblem('team-a', 'migrate', { type: 'ClusterIP' }, false), undefined);
+  t.is(targetProblem('team-a', 'migrate', undefined, false)?.retriable, true, 'not found: it may come');
+  const external = targetProblem('team-a', 'sneaky', { type: 'ExternalName' }, false);
+  t.false(external?.retriable);
+  t.regex(external?.problem ?? '', /type ExternalName, which names another address/);
+  const route = { apiVersion: 'serving.knative.dev/v1', kind: 'Route', name: 'warmer' };
+  t.is(targetProblem('team-a', 'warmer', { type: 'ExternalName', controller: route }, true), undefined, "Knative's own placeholder");
+  t.truthy(targetProblem('team-a', 'warmer', { type: 'ExternalName', controller: route }, false), 'no Knative Service of that name');
+  t.truthy(targetProblem('team-a', 'warmer', { type: 'ExternalName', controller: { ...route, name: 'other' } }, true), "another Route's");
 });
