@@ -123,6 +123,11 @@ export function renderPlan(
     }
     lines.push('Hooks of the same order run in parallel; a higher order starts once the lower ones passed.');
     if (stamper) lines.push(STAMPED_BY[stamper]);
+    if (stamper === 'apiserver' && applied.some((h) => h.namespace !== undefined)) {
+      lines.push(
+        "The namespace's own hooks are stamped by the gate's webhook (the apiserver's stamp knows PrestartHooks only): while no gate replica runs, its create is refused and retried.",
+      );
+    }
   }
   const others = hooks.filter((h) => !hookMatches(h, revision, namespaceLabels));
   if (others.length > 0) {

@@ -17,10 +17,11 @@ import { HOOKS_ANNOTATION } from '../../../api/types.ts';
 import { controlPlaneBinaries } from '../../../devcluster/binaries.ts';
 import { type GateEnv, gateEnv } from '../../../devcluster/gate/env.ts';
 import { type HookServer, type ReceivedRequest, startHookServer } from '../../../devcluster/gate/hook-server.ts';
-import { asyncReply, syncReply } from '../../../devcluster/gate/replies.ts';
+import { asyncReply, completedFor, syncReply } from '../../../devcluster/gate/replies.ts';
 import { isHeld, type RevisionMethods, revisionMethods } from '../../../devcluster/gate/revisions.ts';
 import { waitFor } from '../../../devcluster/wait.ts';
 import { buildCompleted, toBinary } from '../../../schemas/index.ts';
+import { DEFAULT_SINK_AUDIENCE } from '../../../sinks/identity.ts';
 import { refusal } from '../../support/refusal.ts';
 
 const exec = promisify(execFile);
@@ -84,7 +85,8 @@ async function waitStamped(namespace: string, hook: string, annotations: Record<
 test.before(async () => {
   adminServer = await startHookServer((req) => adminAnswer(req));
   teamServer = await startHookServer((req) => teamAnswer(req));
-  env = await gateEnv('nshooks', { gate: { serviceDns } });
+  // As the release runs it: a hook that names its ServiceAccount is answered only with its token.
+  env = await gateEnv('nshooks', { gate: { serviceDns, senderIdentity: { replies: 'declared' } } });
   other = { namespace: `${env.instance}-b`, revisions: revisionMethods(env.admin, `${env.instance}-b`) };
   crowded = `${env.instance}-c`;
   await labelledNamespace(other.namespace);
@@ -380,6 +382,51 @@ test.serial("a team's hook has no effect on another namespace's Revisions, wheth
     t.is(await other.revisions.getRun(name), undefined, `${name} has no run`);
   }
   await env.custom.deleteNamespacedCustomObject({ ...NAMESPACED_HOOKS, namespace: env.namespace, name: 'everything' });
+});
+
+test.serial("a team's hook is answered only with its own namespace's ServiceAccount, not a namesake elsewhere", async (t) => {
+  // The same ServiceAccount name in both namespaces: the hook names only the name, the gate its namespace.
+  for (const namespace of [env.namespace, other.namespace]) {
+    await env.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'migrator' } } });
+  }
+  await alice.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    ...NAMESPACED_HOOKS,
+    namespace: env.namespace,
+    body: teamHook(env.namespace, 'ident', {
+      match: { annotation: { key: 'ident' } },
+      identity: { serviceAccount: { name: 'migrator' } },
+      delivery: { service: { name: 'migrate', port: Number(new URL(teamServer.url).port) } },
+    }),
+  });
+  await waitStamped(env.namespace, `${env.namespace}/ident`, { ident: 'yes' });
+  const asked: ReceivedRequest[] = [];
+  teamAnswer = async (req) => {
+    asked.push(req);
+    return { status: 202 };
+  };
+  await env.createRevision('ident-00001', { annotations: { ident: 'yes' } });
+  const request = await waitFor(() => asked.find((r) => r.data.revision.name === 'ident-00001'), { what: "the team's hook asked" });
+  const reply = async (namespace: string) => {
+    const token = (
+      await env.core.createNamespacedServiceAccountToken({
+        namespace,
+        name: 'migrator',
+        body: { spec: { audiences: [DEFAULT_SINK_AUDIENCE], expirationSeconds: 600 } },
+      })
+    ).status?.token;
+    const msg = toBinary(completedFor(request, 'succeeded'));
+    return fetch(request.data.replyTo ?? '', {
+      method: 'POST',
+      headers: { ...msg.headers, authorization: `Bearer ${token}` },
+      body: msg.body,
+    });
+  };
+  const namesake = await reply(other.namespace);
+  t.is(namesake.status, 403, "another namespace's migrator is refused");
+  t.regex(((await namesake.json()) as { error: string }).error, new RegExp(`system:serviceaccount:${env.namespace}:migrator`));
+  t.true(isHeld(await env.getRevision('ident-00001')));
+  t.is((await reply(env.namespace)).status, 202, "the team's own migrator is taken");
+  t.false(isHeld(await env.waitReleased('ident-00001')));
 });
 
 test.serial(

@@ -73,3 +73,10 @@ test("get shows a run's team hooks as their own stage, after the admin's", (t) =
   const own = text.indexOf("shop's own hooks, order 0 (after every PrestartHook)");
   t.true(admin > 0 && own > admin, text);
 });
+
+test("plan says who stamps a team's hooks where the apiserver stamps the admin's", (t) => {
+  const text = renderPlan(service, 'shop', {}, [admin, team('shop')], 'apiserver');
+  t.regex(text, /Stamped by the apiserver/);
+  t.regex(text, /The namespace's own hooks are stamped by the gate's webhook/);
+  t.notRegex(renderPlan(service, 'shop', {}, [admin], 'apiserver'), /namespace's own hooks/);
+});
