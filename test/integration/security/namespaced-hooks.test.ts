@@ -518,3 +518,35 @@ test.serial(
     for (const ms of after) t.true(ms < 5_000, `released in ${ms} ms`);
   },
 );
+
+test.serial("while no gate replica answers, a Revision a team's hook matches is refused, never admitted without it", async (t) => {
+  await env.gate.stop();
+  t.teardown(() => env.startGate());
+  // Once nothing answers the webhook (failurePolicy Ignore), prestart-stamp-revisions-namespaced decides.
+  const refused = await waitFor(
+    async () => {
+      const r = await refusal(env.createRevision(`outage-${Date.now()}-00001`, { annotations: { migrate: 'yes' } }));
+      return r?.message.includes('was not held for it') ? r : undefined;
+    },
+    { what: 'a create to be refused by the namespaced stamp policy' },
+  );
+  t.is(refused.code, 403);
+  t.regex(refused.message, new RegExp(`matches NamespacedPrestartHook ${env.namespace}/migrate but was not held for it`));
+  // Nor can a template name a team hook that does not match it (held), to get its work: the
+  // apiserver's stamp strips the forged keys where it runs, the policy refuses them where it does not.
+  const forged = env.createRevision('forged-00001', {
+    labels: { 'prestart.dev/hold': 'true' },
+    annotations: { [HOOKS_ANNOTATION]: JSON.stringify([`${env.namespace}/ident`]) },
+  });
+  const why = await refusal(forged);
+  if (why) {
+    t.regex(
+      why.message,
+      new RegExp(`names NamespacedPrestartHook ${env.namespace}/ident in its prestart.dev/hooks annotation, but that hook does not apply`),
+    );
+  } else {
+    const admitted = await env.getRevision('forged-00001');
+    t.false(isHeld(admitted), 'admitted unheld');
+    t.is(admitted.metadata?.annotations?.[HOOKS_ANNOTATION], undefined, 'without the forged snapshot');
+  }
+});
