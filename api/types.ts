@@ -169,7 +169,7 @@ export interface PrestartHook {
 export interface NamespacedPrestartHookSpec
   extends Pick<
     PrestartHookSpec,
-    'order' | 'timeout' | 'failurePolicy' | 'resendInterval' | 'heartbeatTimeout' | 'mode' | 'params' | 'contributions'
+    'order' | 'timeout' | 'failurePolicy' | 'resendInterval' | 'heartbeatTimeout' | 'mode' | 'params' | 'contributions' | 'retryAfter'
   > {
   match: { annotation?: { key: string; value?: string }; revisionSelector?: LabelSelector };
   delivery: {

@@ -95,6 +95,7 @@ export function namespacedHook(source: NamespacedHookSource, clusterDomain: stri
     ...(source.spec.mode === undefined ? {} : { mode: source.spec.mode }),
     ...(source.spec.params === undefined ? {} : { params: source.spec.params }),
     ...(source.spec.contributions === undefined ? {} : { contributions: source.spec.contributions }),
+    ...(source.spec.retryAfter === undefined ? {} : { retryAfter: source.spec.retryAfter }),
     // No address at all for a hook with a problem: nothing can send to it by mistake.
     delivery: url === undefined || problems.length > 0 ? { transport: 'http' } : { transport: 'http', url },
     ...(typeof serviceAccount.name === 'string' ? { identity: { serviceAccount: { namespace, name: serviceAccount.name } } } : {}),

@@ -27,6 +27,7 @@ test("a team's hook is named <namespace>/<name>, sends to its own Service and an
   t.is(h.problem, undefined);
   t.deepEqual(h.spec.delivery, { transport: 'http', url: 'http://migrate.team-a.svc.cluster.local:8080/hooks' });
   t.deepEqual(h.spec.identity, { serviceAccount: { namespace: 'team-a', name: 'migrator' } });
+  t.deepEqual(team('retrying', { retryAfter: { maxDelay: '1m', maxRetries: 3 } }).spec.retryAfter, { maxDelay: '1m', maxRetries: 3 });
   const ksvc = team('warm', { delivery: { transport: 'http', knativeService: { name: 'warmer' } } });
   t.is(ksvc.spec.delivery.url, 'http://warmer.team-a.svc.cluster.local/');
 });
