@@ -4,6 +4,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type {
   Condition,
   ContainerImage,
+  NamespacedPrestartHookSpec,
   PrestartHook,
   PrestartHookSpec,
   PrestartRunSpec,
@@ -27,6 +28,12 @@ export const REVISIONS: Resource = { group: 'serving.knative.dev', version: 'v1'
 export const CONFIGURATIONS: Resource = { group: 'serving.knative.dev', version: 'v1', plural: 'configurations', namespaced: true };
 export const ROUTES: Resource = { group: 'serving.knative.dev', version: 'v1', plural: 'routes', namespaced: true };
 export const HOOKS: Resource = { group: 'prestart.dev', version: 'v1alpha1', plural: 'prestarthooks', namespaced: false };
+export const NAMESPACED_HOOKS: Resource = {
+  group: 'prestart.dev',
+  version: 'v1alpha1',
+  plural: 'namespacedprestarthooks',
+  namespaced: true,
+};
 export const RUNS: Resource = { group: 'prestart.dev', version: 'v1alpha1', plural: 'prestartruns', namespaced: true };
 
 export function watchPath(r: Resource): string {
@@ -59,6 +66,9 @@ export interface RouteObject extends KubernetesObject {
 }
 export interface HookObject extends KubernetesObject {
   spec: PrestartHookSpec;
+}
+export interface NamespacedHookObject extends KubernetesObject {
+  spec: NamespacedPrestartHookSpec;
 }
 export interface RunObject extends KubernetesObject {
   spec: PrestartRunSpec;

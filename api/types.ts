@@ -147,9 +147,39 @@ export interface HookIdentity {
 }
 
 export interface PrestartHook {
+  /** A PrestartHook's name, or `<namespace>/<name>` for a NamespacedPrestartHook (namespacedHookName). */
   name: string;
   generation: number;
   spec: PrestartHookSpec;
+  /**
+   * Set for a NamespacedPrestartHook: its namespace, the only one whose Revisions it applies to.
+   * Its spec is then the one the gate derived (gate/core/namespaced-hooks.ts): the delivery
+   * resolved to its Service's address, the identity in its namespace.
+   */
+  namespace?: string;
+  /** Why the gate will not run this hook (fail closed): the run fails it with this message. */
+  problem?: string;
+}
+
+/**
+ * A team's own hook, for the Revisions of its namespace (config/100-namespacedprestarthook-crd.yaml).
+ * It runs after every PrestartHook, delivers only to a Service or Knative Service of its own
+ * namespace, and answers as a ServiceAccount of its own namespace.
+ */
+export interface NamespacedPrestartHookSpec
+  extends Pick<
+    PrestartHookSpec,
+    'order' | 'timeout' | 'failurePolicy' | 'resendInterval' | 'heartbeatTimeout' | 'mode' | 'params' | 'contributions' | 'retryAfter'
+  > {
+  match: { annotation?: { key: string; value?: string }; revisionSelector?: LabelSelector };
+  delivery: {
+    transport: 'http';
+    /** A Service of the hook's namespace. */
+    service?: { name: string; port?: number; path?: string };
+    /** A Knative Service of the hook's namespace (its cluster-local address). */
+    knativeService?: { name: string; path?: string };
+  };
+  identity?: { serviceAccount?: { name: string } };
 }
 
 /**

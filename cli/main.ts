@@ -123,6 +123,17 @@ export async function buildCli(argv: readonly string[] = process.argv): Promise<
         .choices(['auto', 'always'])
         .default('auto'),
     )
+    .option(
+      '--namespaced-hook-limit <n>',
+      'NamespacedPrestartHooks one namespace may have; beyond it none of them runs and the Revisions they match are refused, saying why (at most 40)',
+      int,
+      20,
+    )
+    .option(
+      '--cluster-domain <domain>',
+      "the cluster's DNS domain: a NamespacedPrestartHook's Service is reached at <svc>.<ns>.svc.<domain>",
+      'cluster.local',
+    )
     .option('--drain-quiet <seconds>', 'on SIGTERM, serve until no request came for this long', int, DEFAULTS.drainQuietSeconds)
     .option('--drain-max <seconds>', 'on SIGTERM, serve at most this long', int, DEFAULTS.drainMaxSeconds)
     .option('--log-level <level>', 'pino log level', 'info')
@@ -222,7 +233,14 @@ function toConfig(o: Record<string, string | number | undefined>, kc: KubeConfig
     resyncSeconds: Number(o.resync),
     stampCheckSeconds: Number(o.stampCheck),
     revisionWebhook: o.revisionWebhook === 'always' ? 'always' : 'auto',
+    namespacedHooks: { limit: namespacedHookLimit(Number(o.namespacedHookLimit)), clusterDomain: String(o.clusterDomain) },
   };
+}
+
+/** A run holds at most 64 hooks (the PrestartRun CRD): a namespace's share leaves room for the admin's. */
+function namespacedHookLimit(n: number): number {
+  if (n < 1 || n > 40) throw new InvalidArgumentError(`--namespaced-hook-limit must be 1 to 40, got ${n}`);
+  return n;
 }
 
 /** Sender identity: nothing in the config for the defaults, so a gate run without the flags is configured exactly as before. */

@@ -22,6 +22,11 @@ export interface HttpTransportOptions {
    * token for the hook's identity.audience). Asked per send: the source keeps and refreshes tokens.
    */
   bearerFor?: (hook: string, delivery: HookDelivery) => Promise<string | undefined>;
+  /**
+   * Where to connect for a URL, when not where its name resolves (a stand-in for cluster DNS for a
+   * gate outside the cluster network); undefined: the URL as it is. Messages keep naming the URL.
+   */
+  serviceDns?: (url: URL) => URL | undefined;
 }
 
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
@@ -48,7 +53,8 @@ export function createHttpTransport(opts: HttpTransportOptions = {}): Transport 
     }
     let answer: HttpAnswer;
     try {
-      answer = await postMessage(url, message, { timeoutMs, maxBytes, userAgent, signal: closing.signal });
+      const target = opts.serviceDns?.(new URL(url))?.href ?? url;
+      answer = await postMessage(target, message, { timeoutMs, maxBytes, userAgent, signal: closing.signal });
     } catch (err) {
       if (!(err instanceof PostError)) throw err;
       // Only a reply over the limit is for good: the same hook would send the same reply again.

@@ -87,6 +87,18 @@ export interface GateConfig {
   watchTimeoutSeconds?: number;
   /** How often the leader reconciles every Revision again, events or not; 0 turns it off. Default DEFAULTS.resyncSeconds. */
   resyncSeconds?: number;
+  /**
+   * The teams' NamespacedPrestartHooks: how many one namespace may have before none of them runs
+   * (--namespaced-hook-limit; default 20, at most 40), and the cluster's DNS domain their Services'
+   * addresses end in (--cluster-domain; default cluster.local).
+   */
+  namespacedHooks?: { limit?: number; clusterDomain?: string };
+  /**
+   * A stand-in for cluster DNS where the gate runs outside the cluster network (the tests, the
+   * quickstart): where the direct HTTP transport connects for a cluster address, e.g. a team's
+   * Service; undefined for an address it should dial as it is. Unset in a cluster.
+   */
+  serviceDns?: (url: URL) => URL | undefined;
   /** How often every replica looks again at who stamps new Revisions (webhooks/stamp-path.ts). Default DEFAULTS.stampCheckSeconds. */
   stampCheckSeconds?: number;
   /**

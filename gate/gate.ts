@@ -8,8 +8,10 @@ import { createLeaderChecks } from './checks/leader-checks.ts';
 import { DEFAULTS, type GateConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { LeaderElector } from './controller/leader.ts';
+import { DEFAULT_CLUSTER_DOMAIN } from './core/index.ts';
 import { loadOrCreateKeyRing, watchKeyRing } from './delivery/correlation-keys.ts';
 import { hookTransports } from './delivery/hook-transports.ts';
+import { guardNamespacedTargets } from './delivery/namespaced-targets.ts';
 import { startNatsReplies } from './delivery/nats-replies.ts';
 import { replyIdentity } from './delivery/reply-identity.ts';
 import { ReplyRecorder } from './delivery/reply-recorder.ts';
@@ -61,6 +63,7 @@ export async function startGate(
   const caches = createCaches(kc, client, log, {
     namespaceSelector: config.namespaceSelector,
     watchTimeoutSeconds: config.watchTimeoutSeconds,
+    namespacedHooks: { limit: config.namespacedHooks?.limit, clusterDomain: config.namespacedHooks?.clusterDomain },
   });
   const watchFailureMs = (config.watchFailureSeconds ?? DEFAULTS.watchFailureSeconds) * 1000;
   const keys = await loadOrCreateKeyRing(kc, config.namespace);
@@ -79,7 +82,12 @@ export async function startGate(
   );
   const sinkUrl = sink.url;
 
-  const transports = hookTransports(kc, caches, config, log);
+  // A team's hook is sent to only while its address is a Service of its namespace's pods.
+  const transports = guardNamespacedTargets(
+    hookTransports(kc, caches, config, log),
+    client,
+    config.namespacedHooks?.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
+  );
   const natsSink = await startNatsReplies(config.nats, intake, transports, sinkMetrics, log);
 
   // The informers list in the background; the webhooks serve meanwhile and refuse, retryably,
@@ -87,9 +95,12 @@ export async function startGate(
   const synced = syncCaches(caches);
   const webhooks = await startWebhookServer(kc, config, caches, watchFailureMs, metrics, log);
   const { tls, url: webhookUrl } = webhooks;
+  // A team's first hook needs the Revision webhook at once, also where the apiserver stamps.
+  for (const verb of ['add', 'delete'] as const) caches.namespacedHooks.on(verb, () => tls.recheck());
   const drainer = trackRequests([sink.server, webhooks.server]);
   await tls.register(webhookUrl);
   await synced;
+  tls.recheck();
 
   const sender = new RequestSender({ transports, keys, source: config.source, replyTo: sinkUrl, log, metrics, tracing });
   const checks = createLeaderChecks({

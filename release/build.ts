@@ -25,9 +25,11 @@ const root = fileURLToPath(new URL('../', import.meta.url));
 export const RELEASE_FILES = {
   'knative-prestart.yaml': [
     '100-prestarthook-crd.yaml',
+    '100-namespacedprestarthook-crd.yaml',
     '100-prestartrun-crd.yaml',
     '200-hold-policy.yaml',
     '210-stamp-policy.yaml',
+    '211-namespaced-stamp-policy.yaml',
     '220-revision-pods-policy.yaml',
     '300-rbac.yaml',
     '400-webhooks.yaml',

@@ -110,6 +110,8 @@ const COMPLETED_RULES: Record<string, string> = {
 const PATTERNS: Record<string, string> = {
   '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$': 'a DNS-1123 label (lowercase letters, digits and "-", starting and ending alphanumeric)',
   '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': 'a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")',
+  '^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$':
+    'a DNS-1123 subdomain (lowercase letters, digits, "-" and "."), or <namespace>/<name> for a NamespacedPrestartHook',
   '^[A-Za-z_][A-Za-z0-9_]*$': 'an environment variable name (letters, digits and "_", not starting with a digit)',
   '^[-._a-zA-Z0-9]+$': 'a Secret key (letters, digits, "-", "_" and ".")',
   '^[^@\\s]+@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$': 'a digest reference (repository@sha256:<64 hex digits>)',

@@ -15,9 +15,9 @@ import {
 import { type Command, InvalidArgumentError } from 'commander';
 import yaml from 'js-yaml';
 import { errorLine, isNotFound, statusOf } from '../../api/kube-errors.ts';
-import { HOOKS, type HookObject, RUNS, type RunObject, toHook } from '../../api/resources.ts';
+import { HOOKS, type HookObject, NAMESPACED_HOOKS, type NamespacedHookObject, RUNS, type RunObject, toHook } from '../../api/resources.ts';
 import { FORCE_RELEASE_ANNOTATION, FORCE_RELEASE_BY_ANNOTATION, RETRY_ANNOTATION } from '../../api/types.ts';
-import { runStatusOf } from '../../gate/core/index.ts';
+import { DEFAULT_CLUSTER_DOMAIN, namespacedHook, runStatusOf } from '../../gate/core/index.ts';
 import { whoStamps } from '../../gate/webhooks/stamp-path.ts';
 import { cliKubeConfig } from './kubeconfig.ts';
 import { renderPlan, type ServiceLike, type Stamper } from './plan.ts';
@@ -233,6 +233,16 @@ export function registerPrestartCommands(program: Command, io: PrestartIo = proc
       const hooks = (
         (await api.listClusterCustomObject({ group: HOOKS.group, version: HOOKS.version, plural: HOOKS.plural })) as { items: HookObject[] }
       ).items.map(toHook);
+      // The namespace's own hooks too: they run after the admin's (docs/design.md §2).
+      const teams = (
+        (await api.listNamespacedCustomObject({ ...NAMESPACED_HOOKS, namespace: ns })) as { items: NamespacedHookObject[] }
+      ).items.map((h) =>
+        namespacedHook(
+          { namespace: ns, name: h.metadata?.name ?? '', generation: h.metadata?.generation ?? 0, spec: h.spec },
+          DEFAULT_CLUSTER_DOMAIN,
+        ),
+      );
+      hooks.push(...teams);
       const labels =
         (
           await kc

@@ -57,11 +57,15 @@ function whyMatched(hook: PrestartHook): string {
     parts.push(`annotation ${m.annotation.key}${m.annotation.value !== undefined ? `=${m.annotation.value}` : ''} on the template`);
   if (m.namespaceSelector) parts.push(`namespace labels match ${selectorText(m.namespaceSelector)}`);
   if (m.revisionSelector) parts.push(`Revision labels match ${selectorText(m.revisionSelector)}`);
-  return parts.length > 0 ? parts.join('; ') : 'its match is empty: every Revision outside the system namespaces';
+  if (parts.length > 0) return parts.join('; ');
+  return hook.namespace === undefined
+    ? 'its match is empty: every Revision outside the system namespaces'
+    : `its match is empty: every Revision of ${hook.namespace}`;
 }
 
 /** Why a hook did not match: the first criterion that failed. */
 function whyNot(hook: PrestartHook, revision: RevisionView, namespaceLabels: Readonly<Record<string, string>>): string {
+  if (hook.namespace !== undefined && hook.namespace !== revision.namespace) return `a hook of namespace ${hook.namespace}`;
   const m = hook.spec.match ?? {};
   if (m.annotation) {
     const { key, value } = m.annotation;
@@ -109,7 +113,8 @@ export function renderPlan(
     for (const h of applied) {
       const s = h.spec;
       const traits = [
-        `order ${s.order ?? 0}`,
+        h.namespace === undefined ? `order ${s.order ?? 0}` : `the namespace's own hook, after every PrestartHook; order ${s.order ?? 0}`,
+        ...(h.problem === undefined ? [] : [`will not run: ${h.problem}`]),
         s.mode === 'Audit' ? 'Audit: never holds' : `failurePolicy ${s.failurePolicy ?? 'Fail'}`,
         `timeout ${s.timeout ?? '10m'}`,
         ...(s.heartbeatTimeout ? [`heartbeat ${s.heartbeatTimeout}`] : []),
@@ -118,6 +123,11 @@ export function renderPlan(
     }
     lines.push('Hooks of the same order run in parallel; a higher order starts once the lower ones passed.');
     if (stamper) lines.push(STAMPED_BY[stamper]);
+    if (stamper === 'apiserver' && applied.some((h) => h.namespace !== undefined)) {
+      lines.push(
+        "The namespace's own hooks are stamped by the gate's webhook (the apiserver's stamp knows PrestartHooks only): while no gate replica runs, its create is refused and retried.",
+      );
+    }
   }
   const others = hooks.filter((h) => !hookMatches(h, revision, namespaceLabels));
   if (others.length > 0) {

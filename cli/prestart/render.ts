@@ -5,6 +5,7 @@ import type { RunObject } from '../../api/resources.ts';
 import type { HookSnapshot, HookStatus, PrestartRunStatus } from '../../api/types.ts';
 import { RETRY_ANNOTATION } from '../../api/types.ts';
 import { driftText } from '../../gate/core/drift.ts';
+import { namespaceOfHook, runOrder } from '../../gate/core/namespaced-hooks.ts';
 import { isWaitingToRetry, retryLimitsOf } from '../../gate/core/retry-after.ts';
 
 const MARK: Record<string, string> = {
@@ -67,9 +68,18 @@ interface Row {
 function rowsOf(run: RunObject): Row[] {
   const snapshots = new Map((run.spec?.hooks ?? []).map((s) => [s.name, s]));
   const hooks = run.status?.hooks ?? run.spec?.hooks.map((s): HookStatus => ({ name: s.name, phase: 'Pending', attempt: 1 })) ?? [];
-  return hooks
-    .map((hook) => ({ hook, snapshot: snapshots.get(hook.name) }))
-    .sort((a, b) => (a.snapshot?.order ?? -1) - (b.snapshot?.order ?? -1));
+  return hooks.map((hook) => ({ hook, snapshot: snapshots.get(hook.name) })).sort((a, b) => stageOf(a) - stageOf(b));
+}
+
+/** The stage a row runs in: a namespace's own hooks after every admin hook (runOrder). */
+function stageOf(r: Row): number {
+  return r.snapshot ? runOrder(r.snapshot) : -1;
+}
+
+function stageTitle(r: Row | undefined): string {
+  if (!r?.snapshot) return 'order ?';
+  const ns = namespaceOfHook(r.snapshot.name);
+  return ns === undefined ? `order ${r.snapshot.order}` : `${ns}'s own hooks, order ${r.snapshot.order} (after every PrestartHook)`;
 }
 
 /** The live tree of `kn prestart get`: the run, then its hooks grouped by order. */
@@ -92,11 +102,11 @@ export function renderRunTree(run: RunObject, now: Date): string {
   }
   lines.push('', `${md.name ?? ''} (PrestartRun)`);
   const rows = rowsOf(run);
-  const orders = [...new Set(rows.map((r) => r.snapshot?.order))];
-  orders.forEach((order, oi) => {
-    const lastOrder = oi === orders.length - 1;
-    lines.push(`${lastOrder ? '└──' : '├──'} order ${order ?? '?'}`);
-    const inOrder = rows.filter((r) => r.snapshot?.order === order);
+  const stages = [...new Set(rows.map(stageOf))];
+  stages.forEach((stage, oi) => {
+    const lastOrder = oi === stages.length - 1;
+    const inOrder = rows.filter((r) => stageOf(r) === stage);
+    lines.push(`${lastOrder ? '└──' : '├──'} ${stageTitle(inOrder[0])}`);
     inOrder.forEach((r, hi) => {
       const stem = lastOrder ? '    ' : '│   ';
       const last = hi === inOrder.length - 1;

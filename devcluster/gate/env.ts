@@ -43,9 +43,11 @@ export function installedCluster(): Promise<Cluster> {
     // Revision's pods and ReplicaSets, which the cluster's own controllers still make.
     for (const file of [
       '100-prestarthook-crd.yaml',
+      '100-namespacedprestarthook-crd.yaml',
       '100-prestartrun-crd.yaml',
       '200-hold-policy.yaml',
       '210-stamp-policy.yaml',
+      '211-namespaced-stamp-policy.yaml',
       '220-revision-pods-policy.yaml',
       '300-rbac.yaml',
       // Where the apiserver serves MutatingAdmissionPolicy v1 (Kubernetes >= 1.36), it stamps new

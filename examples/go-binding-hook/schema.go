@@ -34,6 +34,18 @@ func IsDNSSubdomain(v any) bool {
 	return ok && len(s) <= 253 && dnsSubdomain.MatchString(s)
 }
 
+// IsHookName: a PrestartHook's name, or <namespace>/<name> for a NamespacedPrestartHook.
+func IsHookName(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	if ns, name, found := strings.Cut(s, "/"); found {
+		return len(ns) <= 63 && dnsLabel.MatchString(ns) && IsDNSSubdomain(name)
+	}
+	return IsDNSSubdomain(s)
+}
+
 func isInteger(v any) bool {
 	f, ok := v.(float64)
 	return ok && !math.IsInf(f, 0) && f == math.Trunc(f)
@@ -81,8 +93,8 @@ func CheckRequestedData(v any, version int) string {
 	if problem := missing(hook, "data/hook", "name", "params"); problem != "" {
 		return problem
 	}
-	if !IsDNSSubdomain(hook["name"]) {
-		return "data/hook/name must be a DNS-1123 subdomain"
+	if !IsHookName(hook["name"]) {
+		return "data/hook/name must be a DNS-1123 subdomain, or <namespace>/<name>"
 	}
 	if _, ok := hook["params"].(map[string]any); !ok {
 		return "data/hook/params must be an object"

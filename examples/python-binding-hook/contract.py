@@ -279,6 +279,16 @@ def is_dns_subdomain(value: Any) -> bool:
     return isinstance(value, str) and len(value) <= 253 and _DNS_SUBDOMAIN.fullmatch(value) is not None
 
 
+def is_hook_name(value: Any) -> bool:
+    """A PrestartHook's name, or <namespace>/<name> for a NamespacedPrestartHook."""
+    if not isinstance(value, str):
+        return False
+    namespace, slash, name = value.partition("/")
+    if not slash:
+        return is_dns_subdomain(value)
+    return len(namespace) <= 63 and _DNS_LABEL.fullmatch(namespace) is not None and is_dns_subdomain(name)
+
+
 def _is_integer(value: Any) -> bool:
     return not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer()))
 
@@ -321,8 +331,8 @@ def check_requested_data(data: Any, version: int = 2) -> str | None:
     for member in ("name", "params"):
         if member not in hook:
             return f'data/hook is missing "{member}"'
-    if not is_dns_subdomain(hook["name"]):
-        return "data/hook/name must be a DNS-1123 subdomain"
+    if not is_hook_name(hook["name"]):
+        return "data/hook/name must be a DNS-1123 subdomain, or <namespace>/<name>"
     if not isinstance(hook["params"], dict):
         return "data/hook/params must be an object"
     if not _is_integer(data["attempt"]) or data["attempt"] < 1:

@@ -14,7 +14,6 @@ import {
   type RevisionObject,
   type RunObject,
   splitKey,
-  toHook,
   toRevisionView,
   toRunView,
 } from '../../api/resources.ts';
@@ -222,7 +221,7 @@ export class Controller {
     const run = runObj ? toRunView(runObj) : undefined;
     const observed: Observed = {
       revision,
-      hooks: this.hooksByName(),
+      hooks: this.hooksByName(namespace),
       run,
       supersededBy,
       namedByTraffic: supersededBy !== undefined && this.namedByTraffic(namespace, name),
@@ -263,8 +262,9 @@ export class Controller {
     return this.opts.apply.client.getRevision(namespace, name);
   }
 
-  private hooksByName(): Map<string, PrestartHook> {
-    return new Map(this.opts.caches.hooks.list().map((h) => [h.metadata?.name ?? '', toHook(h)]));
+  /** Every PrestartHook and this namespace's NamespacedPrestartHooks: another namespace's are never found here. */
+  private hooksByName(namespace: string): Map<string, PrestartHook> {
+    return new Map(this.opts.caches.catalog.forNamespace(namespace).map((h) => [h.name, h]));
   }
 
   private newerSibling(rev: RevisionObject): string | undefined {

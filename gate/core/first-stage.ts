@@ -5,6 +5,7 @@
 // by the first reply (one write records the request and its answer) or, when no reply came
 // first, STARTED_STATUS_DELAY_MS later by decide, so `kubectl get prestartrun` shows it then.
 import type { HookStatus, PrestartRunSpec, PrestartRunStatus, PrestartRunView } from '../../api/types.ts';
+import { runOrder } from './namespaced-hooks.ts';
 import {
   compact,
   derivePhase,
@@ -51,7 +52,7 @@ export function startStage(entries: HookEntry[], c: SendClock, sends: Action[]):
   return entries.map((e) => {
     const { status, snapshot } = e;
     if (status.phase !== 'Pending' || !snapshot) return e;
-    if (isAudit(e) ? snapshot.order > stage : snapshot.order !== stage) return e;
+    if (isAudit(e) ? runOrder(snapshot) > stage : runOrder(snapshot) !== stage) return e;
     const deadline = new Date(c.now + snapshot.timeoutSeconds * 1000).toISOString();
     sends.push({ type: 'sendRequest', runUID: c.runUID, hook: snapshot, attempt: status.attempt, deadline });
     return {

@@ -21,6 +21,21 @@ export {
 export { escapePointerToken, type JsonPatchOp, pointer } from './jsonpatch.ts';
 export { compareHooks, hookMatches, hooksFor, labelSelectorErrors, labelSelectorMatches } from './match.ts';
 export {
+  CLUSTER_ORDER_MAX,
+  DEFAULT_CLUSTER_DOMAIN,
+  DEFAULT_NAMESPACED_HOOK_LIMIT,
+  hookKind,
+  MAX_NAMESPACED_HOOK_LIMIT,
+  NAMESPACED_ORDER_BASE,
+  namespacedHook,
+  namespacedHookName,
+  namespaceOfHook,
+  runOrder,
+  serviceOfAddress,
+  type TargetService,
+  targetProblem,
+} from './namespaced-hooks.ts';
+export {
   applyReply,
   deliveryFailureReply,
   GATE_REPLY_KEY,

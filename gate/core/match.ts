@@ -1,5 +1,6 @@
 // Which PrestartHooks apply to a new Revision.
 import type { LabelSelector, LabelSelectorRequirement, PrestartHook, RevisionView } from '../../api/types.ts';
+import { runOrder } from './namespaced-hooks.ts';
 
 /**
  * Kubernetes LabelSelector semantics: every matchLabels entry and every matchExpressions
@@ -50,6 +51,8 @@ export function labelSelectorErrors(selector: LabelSelector | undefined): string
 }
 
 export function hookMatches(hook: PrestartHook, revision: RevisionView, namespaceLabels: Readonly<Record<string, string>>): boolean {
+  // A team's hook never applies to another namespace's Revisions, whatever its match says.
+  if (hook.namespace !== undefined && hook.namespace !== revision.namespace) return false;
   const match = hook.spec.match ?? {};
   if (match.annotation) {
     const { key, value } = match.annotation;
@@ -59,7 +62,7 @@ export function hookMatches(hook: PrestartHook, revision: RevisionView, namespac
   return labelSelectorMatches(match.namespaceSelector, namespaceLabels) && labelSelectorMatches(match.revisionSelector, revision.labels);
 }
 
-/** The hooks that apply to `revision`, sorted by (order, name): the order they run in. */
+/** The hooks that apply to `revision`, sorted by (stage, name): the order they run in. */
 export function hooksFor(
   revision: RevisionView,
   namespaceLabels: Readonly<Record<string, string>>,
@@ -69,7 +72,8 @@ export function hooksFor(
 }
 
 export function compareHooks(a: PrestartHook, b: PrestartHook): number {
-  const byOrder = (a.spec.order ?? 0) - (b.spec.order ?? 0);
+  // A namespaced hook's stage comes after every PrestartHook's (namespaced-hooks.ts runOrder).
+  const byOrder = runOrder({ name: a.name, order: a.spec.order }) - runOrder({ name: b.name, order: b.spec.order });
   if (byOrder !== 0) return byOrder;
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }

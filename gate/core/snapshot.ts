@@ -3,6 +3,7 @@
 
 import type { HookSnapshot, PrestartHook } from '../../api/types.ts';
 import { parseDurationSeconds } from './duration.ts';
+import { hookKind } from './namespaced-hooks.ts';
 import { retryLimitsFromSpec } from './retry-after.ts';
 
 export class HookSpecError extends Error {
@@ -10,7 +11,7 @@ export class HookSpecError extends Error {
     readonly hook: string,
     detail: string,
   ) {
-    super(`PrestartHook ${hook} is invalid: ${detail}`);
+    super(`${hookKind(hook)} ${hook} is invalid: ${detail}`);
     this.name = 'HookSpecError';
   }
 }
@@ -18,6 +19,8 @@ export class HookSpecError extends Error {
 /** Throws HookSpecError when a duration cannot be parsed or is out of range. */
 export function snapshotHook(hook: PrestartHook): HookSnapshot {
   const { spec } = hook;
+  // A namespaced hook the gate will not run (gate/core/namespaced-hooks.ts): fail closed.
+  if (hook.problem !== undefined) throw new HookSpecError(hook.name, hook.problem);
   const timeoutSeconds = seconds(hook.name, 'timeout', spec.timeout);
   if (timeoutSeconds <= 0) throw new HookSpecError(hook.name, `timeout must be positive, got "${spec.timeout}"`);
   const resendIntervalSeconds = seconds(hook.name, 'resendInterval', spec.resendInterval);

@@ -14,6 +14,7 @@ import type {
   RunPhase,
 } from '../../api/types.ts';
 import { formatDuration } from './duration.ts';
+import { hookKind, runOrder } from './namespaced-hooks.ts';
 
 /** A hook's status joined with its snapshot; a hook without snapshot was not found when the run started. */
 export interface HookEntry {
@@ -39,7 +40,7 @@ export function joinHooks(spec: PrestartRunSpec, hooks: readonly HookStatus[]): 
 }
 
 export function notFound(name: string, attempt = 1): HookStatus {
-  return { name, phase: 'Failed', attempt, message: `PrestartHook ${name} not found` };
+  return { name, phase: 'Failed', attempt, message: `${hookKind(name)} ${name} not found` };
 }
 
 export function policyOf(entry: HookEntry): FailurePolicy {
@@ -47,7 +48,7 @@ export function policyOf(entry: HookEntry): FailurePolicy {
 }
 
 export function orderOf(entry: HookEntry): number {
-  return entry.snapshot?.order ?? Number.NEGATIVE_INFINITY;
+  return entry.snapshot ? runOrder(entry.snapshot) : Number.NEGATIVE_INFINITY;
 }
 
 /** spec.mode Audit: requested and recorded like any other hook, never holds or fails the Revision. */

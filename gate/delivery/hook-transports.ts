@@ -10,7 +10,7 @@ import { createTokenSource, kubeAcceptedByApiserver, kubeMintToken, refuseApiser
 export function hookTransports(
   kc: KubeConfig,
   caches: Caches,
-  config: Pick<GateConfig, 'serviceAccount' | 'broker' | 'nats'>,
+  config: Pick<GateConfig, 'serviceAccount' | 'broker' | 'nats' | 'serviceDns'>,
   log: Logger,
 ): Transports {
   // The gate's token for hooks that name an audience (direct HTTP) and for Brokers that announce
@@ -23,8 +23,9 @@ export function hookTransports(
   );
   return createTransports({
     http: {
+      ...(config.serviceDns === undefined ? {} : { serviceDns: config.serviceDns }),
       bearerFor: async (hook) => {
-        const audience = caches.hooks.get(hook)?.spec?.identity?.audience;
+        const audience = caches.catalog.get(hook)?.spec?.identity?.audience;
         return audience === undefined ? undefined : gateTokens.token(audience);
       },
     },

@@ -15,10 +15,10 @@ export function replyIdentity(kc: KubeConfig, caches: Caches, settings: GateConf
   return createReplyIdentity({
     mode,
     audience: settings?.audience ?? DEFAULT_SINK_AUDIENCE,
-    identityOf: (hook) => caches.hooks.get(hook)?.spec?.identity,
-    hookExists: (hook) => caches.hooks.get(hook) !== undefined,
+    identityOf: (hook) => caches.catalog.get(hook)?.spec?.identity,
+    hookExists: (hook) => caches.catalog.get(hook) !== undefined,
     // Broker-delivered replies come as the gate's reply Trigger's OIDC ServiceAccount.
-    replyTriggerOf: replyTriggerLookup(kc, { deliveryOf: (hook) => caches.hooks.get(hook)?.spec?.delivery }),
+    replyTriggerOf: replyTriggerLookup(kc, { deliveryOf: (hook) => caches.catalog.get(hook)?.spec?.delivery }),
     review: kubeTokenReview(kc),
   });
 }

@@ -5,6 +5,8 @@
 // turn. So 1,000 Revisions waiting on a
 // hook whose address swallows every connection (each send costs the transport's whole timeout)
 // occupy that hook's few slots, and the requests, releases and cancels of every other hook go on.
+// A team's hooks (NamespacedPrestartHook) share `perNamespace` slots per namespace besides: a team
+// whose twenty hooks all hang holds that many, and every other team's and the admin's go on.
 //
 // What a send brings back (a hook's synchronous reply, a refusal) goes to the one reply intake,
 // under the Revision's lock (exclusive): "only the list's own actions write the run while it is
@@ -13,7 +15,7 @@
 import type { Logger } from 'pino';
 import type { ContainerImage, HookSnapshot, RevisionView } from '../../api/types.ts';
 import type { Intake } from '../../sinks/intake.ts';
-import { requestRef, sendKey } from '../core/index.ts';
+import { namespaceOfHook, requestRef, sendKey } from '../core/index.ts';
 import { crashPoint } from '../runtime/crashpoints.ts';
 import { ObjectLocks } from '../runtime/object-locks.ts';
 import { takeAnswers } from './answers.ts';
@@ -24,13 +26,16 @@ export interface SendLimits {
   perHook: number;
   /** Sends in flight at once, all hooks together. */
   overall: number;
+  /** Sends in flight at once to the NamespacedPrestartHooks of one namespace, together; default 16. */
+  perNamespace?: number;
 }
 
 /**
  * A hook that takes requests at once never has more than a few in flight; one that hangs gets
  * this many connections held open, not one per held Revision.
  */
-export const DEFAULT_SEND_LIMITS: SendLimits = { perHook: 8, overall: 64 };
+const PER_NAMESPACE = 16;
+export const DEFAULT_SEND_LIMITS: SendLimits = { perHook: 8, overall: 64, perNamespace: PER_NAMESPACE };
 
 export interface SendJob {
   /**
@@ -41,6 +46,8 @@ export interface SendJob {
   key: string;
   /** The lane (a hook, or a kind of background write) whose slots the job takes. */
   lane: string;
+  /** The group whose shared slots (SendLimits.perNamespace) the lane's jobs take too: a namespaced hook's namespace. */
+  group?: string;
   run: () => Promise<void>;
 }
 
@@ -48,6 +55,7 @@ interface Lane {
   /** Waiting jobs by key, oldest first (a Map keeps insertion order, and a replaced key keeps its place). */
   waiting: Map<string, SendJob>;
   active: number;
+  group?: string;
 }
 
 /** Jobs per lane, run with bounded concurrency per lane and in all, the lanes taken in turn. */
@@ -56,6 +64,8 @@ export class SendQueue {
   /** Lanes with waiting jobs, in the order they get their next turn. */
   private turn: string[] = [];
   private active = 0;
+  /** Jobs running now per group (SendJob.group). */
+  private readonly groupActive = new Map<string, number>();
   /** Keys of the jobs running now. */
   private readonly running = new Set<string>();
   private idleWaiters: Array<() => void> = [];
@@ -76,7 +86,7 @@ export class SendQueue {
   add(job: SendJob): void {
     let lane = this.lanes.get(job.lane);
     if (!lane) {
-      lane = { waiting: new Map(), active: 0 };
+      lane = job.group === undefined ? { waiting: new Map(), active: 0 } : { waiting: new Map(), active: 0, group: job.group };
       this.lanes.set(job.lane, lane);
     }
     if (lane.waiting.size === 0) this.turn.push(job.lane);
@@ -138,6 +148,7 @@ export class SendQueue {
       const name = this.turn[i] as string;
       const lane = this.lanes.get(name);
       if (!lane || lane.active >= this.limits.perHook) continue;
+      if (lane.group !== undefined && (this.groupActive.get(lane.group) ?? 0) >= (this.limits.perNamespace ?? PER_NAMESPACE)) continue;
       let job: SendJob | undefined;
       for (const waiting of lane.waiting.values()) {
         if (this.running.has(waiting.key)) continue;
@@ -157,6 +168,7 @@ export class SendQueue {
     const lane = this.lanes.get(job.lane) as Lane;
     lane.active++;
     this.active++;
+    if (lane.group !== undefined) this.groupActive.set(lane.group, (this.groupActive.get(lane.group) ?? 0) + 1);
     this.running.add(job.key);
     void job
       .run()
@@ -164,6 +176,11 @@ export class SendQueue {
       .finally(() => {
         lane.active--;
         this.active--;
+        if (lane.group !== undefined) {
+          const left = (this.groupActive.get(lane.group) ?? 1) - 1;
+          if (left > 0) this.groupActive.set(lane.group, left);
+          else this.groupActive.delete(lane.group);
+        }
         this.running.delete(job.key);
         this.forgetIfEmpty(job.lane, lane);
         this.pump();
@@ -231,6 +248,7 @@ export class HookSends {
     this.queue.add({
       key: `${revisionKey}/${hook.name}/start`,
       lane: hook.name,
+      ...groupOf(hook),
       run: async () => {
         let result: Awaited<ReturnType<RequestSender['send']>>;
         try {
@@ -263,6 +281,7 @@ export class HookSends {
     this.queue.add({
       key: `${revisionKey}/${hook.name}/cancel`,
       lane: hook.name,
+      ...groupOf(hook),
       run: async () => {
         try {
           const result = await sender.send(revision, runUID, hook, attempt, at, 'cancel', reason, containers);
@@ -303,4 +322,10 @@ export class HookSends {
   get waiting(): number {
     return this.queue.waiting;
   }
+}
+
+/** A namespaced hook's sends share its namespace's slots. */
+function groupOf(hook: HookSnapshot): { group?: string } {
+  const namespace = namespaceOfHook(hook.name);
+  return namespace === undefined ? {} : { group: namespace };
 }

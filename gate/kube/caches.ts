@@ -15,6 +15,8 @@ import type { Logger } from 'pino';
 import {
   HOOKS,
   type HookObject,
+  NAMESPACED_HOOKS,
+  type NamespacedHookObject,
   REVISIONS,
   type Resource,
   type RevisionObject,
@@ -37,6 +39,7 @@ import {
   routeView,
   runView,
 } from './cache-views.ts';
+import { type HookCatalog, type HookCatalogOptions, hookCatalog } from './hook-catalog.ts';
 import { type Cache, type InformerHealth, type TrackedInformer, trackedInformer } from './informer.ts';
 import type { KubeClient } from './kube-client.ts';
 import { RevisionIndex } from './revision-index.ts';
@@ -54,6 +57,10 @@ export interface Caches {
   /** Routes, their traffic targets only; filled once lead() was called. */
   routes: Cache<RouteObject>;
   hooks: Cache<HookObject>;
+  /** NamespacedPrestartHooks, every namespace's (read through gate/kube/hook-catalog.ts). */
+  namespacedHooks: Cache<NamespacedHookObject>;
+  /** Both kinds of hook as the core runs them, by namespace and by the name a run lists. */
+  catalog: HookCatalog;
   /** PrestartRuns; finished ones slim (cache-views.ts runView). */
   runs: Cache<RunObject>;
   /** The runs this replica wrote and the informer has not delivered yet: `written.get` is the newest copy known. */
@@ -78,6 +85,8 @@ export interface CacheOptions {
   watchTimeoutSeconds?: number;
   /** Objects per list page; default LIST_PAGE_SIZE. */
   pageSize?: number;
+  /** The namespaced hooks' limit and cluster domain (gate/kube/hook-catalog.ts). */
+  namespacedHooks?: HookCatalogOptions;
 }
 
 /**
@@ -136,6 +145,7 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
       { watchTimeoutSeconds: opts.watchTimeoutSeconds, labelSelector: selector },
     ),
     hooks: custom<HookObject>(HOOKS, HOOKS.plural, (h) => h),
+    namespacedHooks: custom<NamespacedHookObject>(NAMESPACED_HOOKS, NAMESPACED_HOOKS.plural, withoutManagedFields),
     runs: custom<RunObject>(RUNS, RUNS.plural, runView),
   };
   const leading = {
@@ -184,6 +194,8 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
     revisionIndex,
     routes: leading.routes.cache,
     hooks: serving.hooks.cache,
+    namespacedHooks: serving.namespacedHooks.cache,
+    catalog: hookCatalog({ hooks: serving.hooks.cache, namespacedHooks: serving.namespacedHooks.cache }, opts.namespacedHooks),
     runs: serving.runs.cache,
     written,
     namespaces: serving.namespaces.cache,
@@ -204,6 +216,13 @@ export function createCaches(kc: KubeConfig, client: KubeClient, log: Logger, op
       await Promise.all([...servingAll, ...leadingAll].map((i) => i.cache.stop()));
     },
   };
+}
+
+/** A team's hooks can be many: the cache keeps what the gate reads of each, not who wrote which field. */
+function withoutManagedFields<T extends KubernetesObject>(obj: T): T {
+  if (!obj.metadata?.managedFields) return obj;
+  const { managedFields: _, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
 }
 
 function startInformer(informer: TrackedInformer<KubernetesObject>): void {
@@ -237,7 +256,7 @@ export async function pagedList<T extends KubernetesObject>(
  * succeeds: until then the gate is not ready and answers nothing from these caches.
  */
 export async function syncCaches(caches: Caches): Promise<void> {
-  for (const informer of [caches.namespaces, caches.hooks, caches.runs]) {
+  for (const informer of [caches.namespaces, caches.hooks, caches.namespacedHooks, caches.runs]) {
     // start() resolves after its first attempt, listed or not; a failure restarts it (informer.ts).
     void informer.start().catch(() => undefined);
   }

@@ -3,7 +3,6 @@
 // refusal where neither can answer. Never "out of scope" for a namespace it could not read: that
 // would admit a Revision unheld.
 import { errorLine } from '../../api/kube-errors.ts';
-import { toHook } from '../../api/resources.ts';
 import type { GateConfig } from '../config.ts';
 import { labelSelectorMatches } from '../core/match.ts';
 import type { RequestObserver } from '../kube/apiserver-agent-pool.ts';
@@ -31,10 +30,10 @@ export function admissionSources(
       watchFailureMs,
     );
   return {
-    hooks: () => {
-      const problems = trouble('prestarthooks');
+    hooks: (namespace) => {
+      const problems = [...trouble('prestarthooks'), ...trouble('namespacedprestarthooks')];
       if (problems.length > 0) throw new RetryLater(`the gate does not know the PrestartHooks yet (${problems.join('; ')})`);
-      return caches.hooks.list().map(toHook);
+      return caches.catalog.forNamespace(namespace);
     },
     namespaceLabels: async (ns) => {
       const cached = caches.namespaces.get(ns);

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { type RevisionObject, type RunObject, toRevisionView } from '../../api/resources.ts';
 import type { PrestartHook } from '../../api/types.ts';
 import { deploymentTemplatePatch, type PodTemplateLike } from '../core/deployment-patch.ts';
-import { contributionsOf, type JsonPatchOp, type PodView, podPatch, stampRevision } from '../core/index.ts';
+import { contributionsOf, hookKind, type JsonPatchOp, type PodView, podPatch, stampRevision } from '../core/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 interface AdmissionRequest {
@@ -43,8 +43,11 @@ export class RetryLater extends Error {
 
 /** What the handlers read; the gate passes its informer caches, tests may pass plain maps. */
 export interface AdmissionSources {
-  /** Every PrestartHook; throws RetryLater while they are not known. */
-  hooks(): Iterable<PrestartHook>;
+  /**
+   * What may hold a Revision of `namespace`: every PrestartHook and that namespace's
+   * NamespacedPrestartHooks (gate/kube/hook-catalog.ts); throws RetryLater while they are not known.
+   */
+  hooks(namespace: string): Iterable<PrestartHook>;
   /**
    * The labels of a namespace this gate holds Revisions in, or undefined for a namespace outside
    * its scope (one that exists and does not match --namespace-selector). Throws RetryLater when it
@@ -118,13 +121,32 @@ async function admitRevision(req: AdmissionRequest, sources: AdmissionSources): 
   if (req.operation !== 'CREATE' || !req.object) return { allowed: true };
   const obj = req.object as RevisionObject;
   const namespace = req.namespace ?? obj.metadata?.namespace ?? '';
-  const hooks = sources.hooks();
+  const hooks = sources.hooks(namespace);
   const nsLabels = await sources.namespaceLabels(namespace);
   // A namespace that exists outside this gate's scope: its Revisions are not ours to hold.
   if (nsLabels === undefined) return { allowed: true };
   const revision = toRevisionView({ ...obj, metadata: { ...obj.metadata, namespace } });
-  const { patch } = stampRevision(revision, nsLabels, hooks);
+  const { patch, hookNames } = stampRevision(revision, nsLabels, hooks);
+  // A team's hook the gate will not run (its namespace is over the limit, or it names a target it
+  // may not): the Revision it matches is refused with the reason, rather than held for nothing.
+  const refused = unrunnable(hooks, hookNames);
+  if (refused) return { allowed: false, status: { code: 403, reason: 'Forbidden', message: `knative-prestart: ${refused}` } };
   return patchResponse(patch);
+}
+
+function unrunnable(hooks: Iterable<PrestartHook>, names: readonly string[]): string | undefined {
+  // One line per reason (a namespace over its limit gives every hook the same one).
+  const byProblem = new Map<string, string[]>();
+  for (const hook of hooks) {
+    if (hook.problem === undefined || !names.includes(hook.name)) continue;
+    byProblem.set(hook.problem, [...(byProblem.get(hook.problem) ?? []), hook.name]);
+  }
+  if (byProblem.size === 0) return undefined;
+  const lines = [...byProblem].map(([problem, which]) => {
+    const named = which.slice(0, 3).join(', ') + (which.length > 3 ? ` and ${which.length - 3} more` : '');
+    return `${hookKind(which[0] ?? '')} ${named}: ${problem}`;
+  });
+  return `${lines.join('; ')}. Nothing was created`;
 }
 
 async function admitPod(req: AdmissionRequest, sources: AdmissionSources, bindingRoot: string): Promise<Omit<AdmissionResponse, 'uid'>> {

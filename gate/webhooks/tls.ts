@@ -32,6 +32,11 @@ export interface WebhookTls {
   stamper(): Stamper | undefined;
   /** Called once the configuration says who stamps after that changed. */
   onStamperChange(listener: (stamper: Stamper) => void): void;
+  /**
+   * Writes the configuration again if whether the Revision webhook is needed changed (a first
+   * NamespacedPrestartHook created, the last one deleted); no-op before register().
+   */
+  recheck(): void;
   stop(): void;
 }
 
@@ -64,7 +69,17 @@ export function servingIdentity(webhook: GateConfig['webhook']): ServingIdentity
   };
 }
 
-export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: Logger): Promise<WebhookTls> {
+/**
+ * `namespacedHooks`: whether any NamespacedPrestartHook exists. The apiserver's stamp
+ * (config/230) knows PrestartHooks only, so while a team has a hook the Revision webhook stays
+ * registered on the apiserver path too, and writes the whole stamp (docs/design.md, "Who stamps").
+ */
+export async function startWebhookTls(
+  kc: KubeConfig,
+  config: GateConfig,
+  log: Logger,
+  namespacedHooks: () => boolean = () => false,
+): Promise<WebhookTls> {
   const certOptions = {
     namespace: config.namespace,
     secretName: certSecretName(config.instance),
@@ -77,6 +92,8 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
 
   const policies = kc.makeApiClient(CustomObjectsApi);
   let stamper: Stamper | undefined;
+  /** Whether the configuration last written was for NamespacedPrestartHooks too. */
+  let stampsNamespaced = false;
   /** Looks again at who stamps; true when that changed. A failed look keeps the last answer. */
   const findStamper = async (): Promise<boolean> => {
     const path = await whoStamps(policies);
@@ -98,10 +115,11 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
   /** Writes the configuration; once it says who stamps after a change, tells the listeners. */
   const writeConfiguration = async (caBundle: string, stamperChanged: boolean): Promise<RegistrationResult> => {
     if (!registration) throw new Error('webhook configuration: register() was not called');
+    stampsNamespaced = namespacedHooks();
     const result = await ensureWebhookConfiguration(kc, {
       ...registration,
       caBundle,
-      stampRevisions: config.revisionWebhook === 'always' || stamper !== 'apiserver',
+      stampRevisions: config.revisionWebhook === 'always' || stamper !== 'apiserver' || stampsNamespaced,
     });
     if (result !== 'unchanged') log.info({ name: registration.name, result }, 'webhook configuration written');
     if (stamperChanged && stamper) for (const listener of stamperListeners) listener(stamper);
@@ -115,7 +133,9 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
     () => {
       if (!registration) return;
       findStamper()
-        .then((changed) => (changed ? writeConfiguration(refresher.current().caBundle, true) : undefined))
+        .then((changed) =>
+          changed || stampsNamespaced !== namespacedHooks() ? writeConfiguration(refresher.current().caBundle, changed) : undefined,
+        )
         .catch((err: unknown) => log.warn({ err }, 'checking who stamps new Revisions failed; retrying'));
     },
     (config.stampCheckSeconds ?? DEFAULTS.stampCheckSeconds) * 1000,
@@ -153,6 +173,12 @@ export async function startWebhookTls(kc: KubeConfig, config: GateConfig, log: L
       return register(refresher.current().caBundle);
     },
     stamper: () => stamper,
+    recheck: () => {
+      if (!registration || stampsNamespaced === namespacedHooks()) return;
+      writeConfiguration(refresher.current().caBundle, false).catch((err: unknown) =>
+        log.warn({ err }, 'writing the webhook configuration for NamespacedPrestartHooks failed; the periodic check retries'),
+      );
+    },
     onStamperChange: (listener) => {
       stamperListeners.push(listener);
     },

@@ -30,7 +30,7 @@ export async function startWebhookServer(
 ): Promise<WebhookServer> {
   const app = express();
   app.use(admissionRouter(admissionSources(config, caches, watchFailureMs, metrics.kubeRequest), log, metrics, config.webhook.bindingRoot));
-  const tls = await startWebhookTls(kc, config, log);
+  const tls = await startWebhookTls(kc, config, log, () => caches.catalog.anyNamespaced());
   const server = await listenHttps(app, tls, config.webhook.host, config.webhook.port);
   const url = config.webhook.urlBase ?? `https://${config.webhook.host}:${port(server)}`;
   return { server, url, tls };

@@ -6,13 +6,14 @@
 import type { KubernetesObject, ListWatch } from '@kubernetes/client-node';
 import test from 'ava';
 import pino from 'pino';
-import type { RevisionObject, RunObject } from '../../../../api/resources.ts';
+import type { HookObject, NamespacedHookObject, RevisionObject, RunObject } from '../../../../api/resources.ts';
 import { CANCEL_FINALIZER, HOLD_LABEL } from '../../../../api/types.ts';
 import type { ApplyDeps } from '../../../../gate/controller/apply.ts';
 import { Controller } from '../../../../gate/controller/controller.ts';
 import { snapshotHook } from '../../../../gate/core/snapshot.ts';
 import { revisionStub, runView } from '../../../../gate/kube/cache-views.ts';
 import type { Caches } from '../../../../gate/kube/caches.ts';
+import { hookCatalog } from '../../../../gate/kube/hook-catalog.ts';
 import { RevisionIndex } from '../../../../gate/kube/revision-index.ts';
 import { WrittenRuns } from '../../../../gate/kube/written-runs.ts';
 import { systemClock } from '../../../../gate/runtime/clock.ts';
@@ -51,13 +52,17 @@ async function setup(opts: { held?: RevisionObject[]; runs?: RunObject[]; stubs?
   const index = new RevisionIndex();
   for (const s of opts.stubs ?? []) index.set(revisionStub(s));
   const runs = await cacheOf(opts.runs ?? []);
+  const hooks = await cacheOf<HookObject>([]);
+  const namespacedHooks = await cacheOf<NamespacedHookObject>([]);
   const caches = {
     revisions: await cacheOf(opts.held ?? []),
     revisionStubs: await cacheOf<KubernetesObject>([]),
     revisionIndex: index,
     namespaces: await cacheOf<KubernetesObject>([{ metadata: { name: 'team' } }]),
     routes: await cacheOf<KubernetesObject>([]),
-    hooks: await cacheOf<KubernetesObject>([]),
+    hooks,
+    namespacedHooks,
+    catalog: hookCatalog({ hooks, namespacedHooks }),
     runs,
     written: new WrittenRuns(runs, runView),
     health: () => [],
