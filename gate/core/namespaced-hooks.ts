@@ -148,6 +148,8 @@ function record(value: unknown): Record<string, unknown> {
 /** What the gate reads of the Service a namespaced hook's address names, before it sends there. */
 export interface TargetService {
   type?: string;
+  /** For type ExternalName: the name it leads to. */
+  externalName?: string;
   /** Its controller (ownerReferences[controller=true]). */
   controller?: { apiVersion?: string; kind?: string; name?: string };
 }
@@ -173,24 +175,35 @@ export function serviceOfAddress(url: string, namespace: string, clusterDomain: 
  * Why the gate will not send to this Service now, or undefined when it may. A Service of type
  * ExternalName names another address (another namespace's Service, the apiserver, an address
  * outside the cluster), so it is refused, except the one Knative keeps for a Knative Service of the
- * same name (controlled by its Route), which leads to Knative's own ingress. A Service not found
+ * same name, which leads to Knative's own local gateway. Everything a tenant may write (the
+ * Service, its owner references, a Route or Knative Service of that name) can imitate that one,
+ * so it counts only when it leads to an address `knativeGateways` names: the domainInternal
+ * addresses in the status of the Route's KIngress, which only Knative writes. A Service not found
  * may come later (retriable).
  */
 export function targetProblem(
   namespace: string,
   name: string,
   service: TargetService | undefined,
-  knativeService: boolean,
+  knativeGateways: readonly string[],
 ): { problem: string; retriable: boolean } | undefined {
   if (!service) return { problem: `Service ${namespace}/${name} not found`, retriable: true };
   if (service.type !== 'ExternalName') return undefined;
   const c = service.controller;
-  const knatives = knativeService && c?.kind === 'Route' && (c.apiVersion ?? '').startsWith('serving.knative.dev/') && c.name === name;
-  if (knatives) return undefined;
+  const byRoute = c?.kind === 'Route' && (c.apiVersion ?? '').startsWith('serving.knative.dev/') && c.name === name;
+  const leadsTo = hostName(service.externalName ?? '');
+  if (byRoute && leadsTo !== '' && knativeGateways.some((g) => hostName(g) === leadsTo)) return undefined;
   return {
     problem:
-      `Service ${namespace}/${name} is of type ExternalName, which names another address: a NamespacedPrestartHook ` +
+      `Service ${namespace}/${name} is of type ExternalName, which names another address (${JSON.stringify(service.externalName ?? '')}, ` +
+      "not the local gateway Knative's ingress reports for a Knative Service of that name): a NamespacedPrestartHook " +
       "sends only to a Service of its namespace's pods, or to a Knative Service",
-    retriable: false,
+    // Knative's own points at a placeholder until its ingress is ready: asked again, not failed.
+    retriable: byRoute,
   };
+}
+
+/** DNS names compare without case and without a trailing dot. */
+function hostName(name: string): string {
+  return name.toLowerCase().replace(/\.$/, '');
 }

@@ -2,8 +2,9 @@
 // its address names: the CRD and the core keep the address in the team's namespace, but a Service
 // of type ExternalName there would lead the gate's request elsewhere (another namespace's Service,
 // the apiserver, the metadata address) from the gate's place in the network. The judgment is the
-// core's (gate/core/namespaced-hooks.ts targetProblem); this reads the Service (and whether a
-// Knative Service of that name exists), briefly remembered per address.
+// core's (gate/core/namespaced-hooks.ts targetProblem); this reads the Service (and, for an
+// ExternalName one, where Knative's ingress says a Knative Service of that name leads), briefly
+// remembered per address.
 import type { V1Service } from '@kubernetes/client-node';
 import { isNotFound } from '../../api/kube-errors.ts';
 import type { HookDelivery } from '../../api/types.ts';
@@ -68,19 +69,40 @@ async function judge(client: Pick<KubeClient, 'core' | 'custom'>, namespace: str
   }
   const controller = service?.metadata?.ownerReferences?.find((o) => o.controller);
   const target: TargetService | undefined = service
-    ? { ...(service.spec?.type ? { type: service.spec.type } : {}), ...(controller ? { controller } : {}) }
+    ? {
+        ...(service.spec?.type ? { type: service.spec.type } : {}),
+        ...(service.spec?.externalName ? { externalName: service.spec.externalName } : {}),
+        ...(controller ? { controller } : {}),
+      }
     : undefined;
-  let knativeService = false;
-  if (target?.type === 'ExternalName') {
-    knativeService = await client.custom
-      .getNamespacedCustomObject({ group: 'serving.knative.dev', version: 'v1', plural: 'services', namespace, name })
-      .then(
-        () => true,
-        (err: unknown) => {
-          if (isNotFound(err)) return false;
-          throw err;
-        },
-      );
+  const gateways = target?.type === 'ExternalName' ? await knativeGateways(client, namespace, name) : [];
+  return targetProblem(namespace, name, target, gateways);
+}
+
+/**
+ * The addresses Knative's ingress reports for the Route `name` (its KIngress has the Route's name):
+ * where the ExternalName Service Knative keeps for a Knative Service leads. None when there is no
+ * such KIngress (no Knative Service of that name, or Knative not installed).
+ */
+async function knativeGateways(client: Pick<KubeClient, 'custom'>, namespace: string, name: string): Promise<string[]> {
+  let ingress: unknown;
+  try {
+    ingress = await client.custom.getNamespacedCustomObject({
+      group: 'networking.internal.knative.dev',
+      version: 'v1alpha1',
+      plural: 'ingresses',
+      namespace,
+      name,
+    });
+  } catch (err) {
+    if (isNotFound(err)) return [];
+    throw err;
   }
-  return targetProblem(namespace, name, target, knativeService);
+  // Knative's Service leads to the balancer's domainInternal, or its domain when it has none.
+  const status = (ingress as { status?: Record<string, { ingress?: { domainInternal?: unknown; domain?: unknown }[] } | undefined> })
+    .status;
+  return [status?.privateLoadBalancer, status?.publicLoadBalancer]
+    .flatMap((lb) => lb?.ingress ?? [])
+    .flatMap((i) => [i.domainInternal, i.domain])
+    .filter((d): d is string => typeof d === 'string' && d !== '');
 }

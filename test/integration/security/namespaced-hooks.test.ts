@@ -459,6 +459,62 @@ test.serial(
 );
 
 test.serial(
+  "an ExternalName Service dressed as Knative's own (controlled by a Route of its name) that leads elsewhere is never sent to",
+  async (t) => {
+    // All of it is what a namespace editor may write: a Route, a Service naming the Route as its
+    // controller, the hook. Only a KIngress of that name (which only Knative writes) could say
+    // where Knative's own Service for a Knative Service leads; there is none, so nothing goes.
+    const { namespace } = env;
+    const route = (await env.custom.createNamespacedCustomObject({
+      group: 'serving.knative.dev',
+      version: 'v1',
+      plural: 'routes',
+      namespace,
+      body: { apiVersion: 'serving.knative.dev/v1', kind: 'Route', metadata: { name: 'posing' }, spec: {} },
+    })) as { metadata: { uid: string } };
+    await alice.makeApiClient(CoreV1Api).createNamespacedService({
+      namespace,
+      body: {
+        metadata: {
+          name: 'posing',
+          ownerReferences: [
+            { apiVersion: 'serving.knative.dev/v1', kind: 'Route', name: 'posing', uid: route.metadata.uid, controller: true },
+          ],
+        },
+        spec: { type: 'ExternalName', externalName: `db.${other.namespace}.svc.cluster.local` },
+      },
+    });
+    await alice.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      ...NAMESPACED_HOOKS,
+      namespace,
+      body: teamHook(namespace, 'posing', {
+        match: { annotation: { key: 'posing' } },
+        delivery: { knativeService: { name: 'posing' } },
+        timeout: '6s',
+        resendInterval: '2s',
+      }),
+    });
+    await waitStamped(namespace, `${namespace}/posing`, { posing: 'yes' });
+    const before = teamServer.requests.length;
+    await env.createRevision('posing-00001', { annotations: { posing: 'yes' } });
+    // Knative's own would lead to the local gateway once its ingress is ready: the gate asks again
+    // until the hook's timeout rather than fail it at once, and sends nothing meanwhile.
+    const timedOut = await env.waitForRun('posing-00001', 'Failed', (r) => r.status?.phase === 'Failed');
+    t.is(timedOut.status?.hooks[0]?.phase, 'TimedOut');
+    const refusal = new RegExp(
+      `Service ${namespace}/posing is of type ExternalName, which names another address \\("db\\.${other.namespace}\\.svc\\.cluster\\.local", not the local gateway`,
+    );
+    const said = env.gateLog.map((line) => JSON.parse(line) as { hook?: string; err?: unknown });
+    t.true(
+      said.some((e) => e.hook === `${namespace}/posing` && refusal.test(String(e.err))),
+      'the gate says why it sent nothing',
+    );
+    t.is(teamServer.requests.length, before, 'no request went anywhere');
+    t.true(isHeld(await env.getRevision('posing-00001')));
+  },
+);
+
+test.serial(
   '1,000 hooks in one namespace: its Revisions are refused with the reason, and another namespace is served as before',
   async (t) => {
     // Another team with one hook of its own, answered at once: the Revision the gate must keep serving.

@@ -135,13 +135,28 @@ test("the gate sends only to a Service of the namespace's pods, or the one Knati
   t.is(serviceOfAddress('http://migrate.team-b.svc.cluster.local/', 'team-a', 'cluster.local'), undefined, "another namespace's");
   t.is(serviceOfAddress('http://169.254.169.254/', 'team-a', 'cluster.local'), undefined);
   t.is(serviceOfAddress('http://a.b.team-a.svc.cluster.local/', 'team-a', 'cluster.local'), undefined, 'a dotted name');
-  t.is(targetProblem('team-a', 'migrate', { type: 'ClusterIP' }, false), undefined);
-  t.is(targetProblem('team-a', 'migrate', undefined, false)?.retriable, true, 'not found: it may come');
-  const external = targetProblem('team-a', 'sneaky', { type: 'ExternalName' }, false);
+  t.is(targetProblem('team-a', 'migrate', { type: 'ClusterIP' }, []), undefined);
+  t.is(targetProblem('team-a', 'migrate', undefined, [])?.retriable, true, 'not found: it may come');
+  const external = targetProblem('team-a', 'sneaky', { type: 'ExternalName', externalName: 'db.team-b.svc.cluster.local' }, []);
   t.false(external?.retriable);
-  t.regex(external?.problem ?? '', /type ExternalName, which names another address/);
+  t.regex(external?.problem ?? '', /type ExternalName, which names another address \("db\.team-b\.svc\.cluster\.local"/);
   const route = { apiVersion: 'serving.knative.dev/v1', kind: 'Route', name: 'warmer' };
-  t.is(targetProblem('team-a', 'warmer', { type: 'ExternalName', controller: route }, true), undefined, "Knative's own placeholder");
-  t.truthy(targetProblem('team-a', 'warmer', { type: 'ExternalName', controller: route }, false), 'no Knative Service of that name');
-  t.truthy(targetProblem('team-a', 'warmer', { type: 'ExternalName', controller: { ...route, name: 'other' } }, true), "another Route's");
+  const gateway = 'kourier-internal.kourier-system.svc.cluster.local';
+  const knatives = { type: 'ExternalName', externalName: gateway, controller: route };
+  t.is(targetProblem('team-a', 'warmer', knatives, [gateway]), undefined, "Knative's own: leads where Knative's ingress says");
+  t.is(
+    targetProblem('team-a', 'warmer', { ...knatives, externalName: 'KOURIER-internal.kourier-system.svc.cluster.local.' }, [gateway]),
+    undefined,
+  );
+  // Everything a tenant may write can imitate Knative's own Service: only where it leads decides.
+  const forged = { ...knatives, externalName: 'db.team-b.svc.cluster.local' };
+  t.like(
+    targetProblem('team-a', 'warmer', forged, [gateway]),
+    { retriable: true },
+    'controlled by a Route, leading elsewhere: asked again, never sent',
+  );
+  t.truthy(targetProblem('team-a', 'warmer', forged, []), 'no KIngress of that name');
+  t.truthy(targetProblem('team-a', 'warmer', knatives, []), 'the gateway, but no KIngress says so');
+  t.truthy(targetProblem('team-a', 'warmer', { ...knatives, controller: { ...route, name: 'other' } }, [gateway]), "another Route's");
+  t.truthy(targetProblem('team-a', 'warmer', { ...knatives, externalName: undefined }, [gateway]), 'no name at all');
 });
